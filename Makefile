@@ -1,0 +1,39 @@
+# fleetplace — every target sets up what it needs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint typecheck unit demo bench bench-engine bench-queues bench-e2e bench-audit clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check shared services tests
+	$(BIN)/ruff format --check shared services tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+demo: $(STAMP)
+	$(BIN)/fleetplace demo
+
+bench: bench-engine bench-queues
+
+bench-engine: $(STAMP)
+	$(BIN)/python -m tests.bench.engine
+
+bench-queues: $(STAMP)
+	$(BIN)/python -m tests.bench.queues
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,33 @@
+"""The `fleetplace` command: one entry point, one sub-command per job.
+
+Each command group lives beside the service it drives and registers itself here.
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="fleetplace",
+    help="Event-driven placement reconciler on Kafka (OCM Placement + YuniKorn queue placement).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    from services.commands import simulate
+
+    simulate.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
