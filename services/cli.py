@@ -16,6 +16,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """fleetplace: OCM cluster placement and YuniKorn queue placement on Kafka."""
+
+
 def _register() -> None:
     from services.commands import simulate
 

@@ -1,0 +1,242 @@
+"""`fleetplace simulate`: OCM's placement debugger as a command.
+
+"Why was my cluster (not) picked?" — evaluates placements against objects from files, with the
+same engine the worker runs, and prints the decision with its full explanation.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from pydantic import TypeAdapter, ValidationError
+
+from shared.api.objects import ObjectError, documents_of, parse_object
+from shared.api.ocm import OcmObject, Placement
+from shared.placement import Fleet, ScheduleResult, apply_object, schedule
+from shared.placement.explain import explain
+
+_TIME = TypeAdapter(datetime)
+
+
+class InputError(Exception):
+    """Bad input: the message names the file, the field and the reason."""
+
+
+@dataclass
+class Scenario:
+    where: str
+    name: str | None
+    now: datetime | None
+    placement: str | None
+    objects: list[tuple[OcmObject, Mapping[str, Any]]]
+    raw: Mapping[str, Any] | None = None
+
+
+def parse_time(text: Any, where: str, field: str) -> datetime:
+    try:
+        t = _TIME.validate_python(text)
+    except ValidationError:
+        raise InputError(f"{where}: {field}: not an RFC 3339 time: {text!r}") from None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def _objects(docs: Sequence[tuple[str, Any]]) -> list[tuple[OcmObject, Mapping[str, Any]]]:
+    out = []
+    for where, doc in docs:
+        try:
+            out.append((parse_object(doc, where), doc))
+        except ObjectError as e:
+            raise InputError(str(e)) from None
+    return out
+
+
+def _is_scenario(doc: Any) -> bool:
+    return isinstance(doc, Mapping) and "objects" in doc and "kind" not in doc
+
+
+def _scenario(doc: Mapping[str, Any], where: str) -> Scenario:
+    objs = doc.get("objects")
+    if not isinstance(objs, list):
+        raise InputError(f"{where}: objects: expected a list of Kubernetes objects")
+    name = doc.get("name")
+    now = parse_time(doc["now"], where, "now") if doc.get("now") is not None else None
+    placement = doc.get("placement")
+    if placement is not None and (not isinstance(placement, str) or placement.count("/") != 1):
+        raise InputError(f"{where}: placement: expected 'namespace/name', got {placement!r}")
+    docs = [(f"{where}: objects[{i}]", o) for i, o in enumerate(objs)]
+    return Scenario(where, name if isinstance(name, str) else None, now, placement, _objects(docs), doc)
+
+
+def scenarios_of(text: str, where: str) -> Iterator[Scenario | InputError]:
+    """One file: a scenario, an array of scenarios, or plain objects (one scenario)."""
+    try:
+        docs = list(documents_of(text, where))
+    except ObjectError as e:
+        yield InputError(str(e))
+        return
+    if docs and all(_is_scenario(d) for _, d in docs):
+        for i, (_, d) in enumerate(docs):
+            label = where if len(docs) == 1 else f"{where}[{i}]"
+            try:
+                yield _scenario(d, label)
+            except InputError as e:
+                yield e
+        return
+    try:
+        yield Scenario(where, None, None, None, _objects(docs))
+    except InputError as e:
+        yield e
+
+
+def _paths(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
+    for p in paths:
+        if p == "-":
+            yield "<stdin>", sys.stdin.read()
+            continue
+        path = Path(p)
+        if path.is_dir():
+            for child in sorted(path.iterdir()):
+                if child.suffix in (".json", ".yaml", ".yml") and child.is_file():
+                    yield str(child), child.read_text()
+        elif path.is_file():
+            yield p, path.read_text()
+        else:
+            raise InputError(f"{p}: no such file or directory")
+
+
+def result_json(
+    result: ScheduleResult, name: str | None, placement: Placement, fleet: Fleet, now: datetime
+) -> dict[str, Any]:
+    after = result.requeue_after_seconds()
+    out: dict[str, Any] = {
+        "name": name,
+        "placement": result.placement,
+        "decisions": list(result.decisions),
+        "decisionGroups": [
+            {"groupName": g.name, "groupIndex": g.index, "clusters": list(g.clusters)} for g in result.groups
+        ],
+        "scores": result.scores,
+        "requeueAfterSeconds": (int(after) if after is not None and after.is_integer() else after),
+        "numberOfSelectedClusters": result.number_selected,
+        "conditions": [c.to_json() for c in result.conditions],
+        "status": {
+            "code": result.status.code.value,
+            "plugin": result.status.plugin,
+            "message": result.status.message,
+        },
+    }
+    if result.skipped is not None:
+        out["skipped"] = result.skipped
+        own = fleet.decisions.own(placement.metadata.namespace, placement.metadata.name)
+        out["decisions"] = sorted(own)
+        out["numberOfSelectedClusters"] = len(own)
+    out["explain"] = explain(result, placement, fleet, now)
+    return out
+
+
+def run_scenario(sc: Scenario, only: str | None, default_now: datetime) -> list[dict[str, Any]]:
+    fleet = Fleet()
+    for obj, raw in sc.objects:
+        apply_object(fleet, obj, raw)
+    now = sc.now or default_now
+    wanted = only or sc.placement
+    if wanted is not None:
+        if wanted not in fleet.placements:
+            raise InputError(f"{sc.where}: placement: {wanted!r} is not among the objects")
+        keys = [wanted]
+    else:
+        keys = sorted(fleet.placements)
+        if not keys:
+            raise InputError(f"{sc.where}: objects: no Placement to evaluate")
+    out = []
+    for key in keys:
+        placement = fleet.placements[key]
+        result = schedule(placement, fleet, now)
+        out.append(result_json(result, sc.name, placement, fleet, now))
+    return out
+
+
+def _table(line: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    title = f"{line['placement']}" + (f"  ({line['name']})" if line.get("name") else "")
+    console.rule(title)
+    if "error" in line:
+        console.print(f"[red]error:[/red] {line['error']}")
+        return
+    console.print(f"selected {line['numberOfSelectedClusters']}: {', '.join(line['decisions']) or '—'}")
+    for c in line["conditions"]:
+        console.print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}")
+    if line["requeueAfterSeconds"] is not None:
+        console.print(f"  requeue after {line['requeueAfterSeconds']} s")
+    table = Table("cluster", "selected", "total", "prioritizers (score × weight) / filtered by")
+    for cluster, ex in line["explain"].items():
+        if "filteredBy" in ex:
+            table.add_row(cluster, "", "", f"[dim]{ex['filteredBy']}: {ex['reason']}[/dim]")
+        else:
+            parts = ", ".join(f"{k} {v['score']}×{v['weight']}" for k, v in ex["prioritizers"].items())
+            table.add_row(cluster, "✔" if ex["selected"] else "", str(ex["total"]), parts)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def simulate(
+        paths: Annotated[
+            list[str],
+            typer.Argument(help="Scenario or object files (YAML/JSON), directories, or - for stdin."),
+        ],
+        placement: Annotated[str | None, typer.Option("--placement", help="Evaluate only NS/NAME.")] = None,
+        now: Annotated[
+            str | None,
+            typer.Option("--now", help="RFC 3339 time of evaluation (default: the scenario's, else now)."),
+        ] = None,
+        output: Annotated[str, typer.Option("--output", "-o", help="json (JSON Lines) or table.")] = "json",
+    ) -> None:
+        """Evaluate placements offline and explain every decision (OCM's debugger as a command)."""
+        if output not in ("json", "table"):
+            typer.echo(f"error: --output: expected json or table, got {output!r}", err=True)
+            raise typer.Exit(2)
+        if placement is not None and placement.count("/") != 1:
+            typer.echo(f"error: --placement: expected NS/NAME, got {placement!r}", err=True)
+            raise typer.Exit(2)
+        try:
+            default_now = parse_time(now, "--now", "now") if now else datetime.now(UTC).replace(microsecond=0)
+        except InputError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+        failed = False
+        write = sys.stdout.buffer.write
+        try:
+            sources = list(_paths(paths))
+        except InputError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+        for where, text in sources:
+            for sc in scenarios_of(text, where):
+                try:
+                    if isinstance(sc, InputError):
+                        raise sc
+                    lines = run_scenario(sc, placement, default_now)
+                except InputError as e:
+                    failed = True
+                    typer.echo(f"error: {e}", err=True)
+                    name = sc.name if isinstance(sc, Scenario) else None
+                    lines = [{"name": name, "placement": placement, "error": str(e)}]
+                for line in lines:
+                    if output == "json":
+                        write(orjson.dumps(line) + b"\n")
+                    else:
+                        _table(line)
+        sys.stdout.flush()
+        if failed:
+            raise typer.Exit(2)

@@ -1,0 +1,114 @@
+"""Decoding OCM objects from JSON/YAML with errors that name the object, the field and the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+import yaml
+from pydantic import ValidationError
+
+from shared.api.ocm import (
+    AddOnPlacementScore,
+    ManagedCluster,
+    ManagedClusterSet,
+    ManagedClusterSetBinding,
+    OcmObject,
+    Placement,
+    PlacementDecision,
+)
+
+__all__ = ["KINDS", "ObjectError", "documents_of", "object_ref", "parse_object"]
+
+KINDS: dict[str, type[OcmObject]] = {
+    "ManagedCluster": ManagedCluster,
+    "ManagedClusterSet": ManagedClusterSet,
+    "ManagedClusterSetBinding": ManagedClusterSetBinding,
+    "Placement": Placement,
+    "PlacementDecision": PlacementDecision,
+    "AddOnPlacementScore": AddOnPlacementScore,
+}
+
+
+class ObjectError(ValueError):
+    """A document that is not a valid OCM object. str() = '<where>: <object>: <path>: <reason>'."""
+
+    def __init__(self, where: str, obj: str, problems: list[tuple[str, str]]) -> None:
+        self.where = where
+        self.obj = obj
+        self.problems = problems
+        head = f"{where}: " if where else ""
+        text = "; ".join(f"{path}: {reason}" if path else reason for path, reason in problems)
+        super().__init__(f"{head}{obj}: {text}")
+
+
+def object_ref(raw: Mapping[str, Any]) -> str:
+    kind = raw.get("kind") or "object"
+    meta = raw.get("metadata") if isinstance(raw.get("metadata"), Mapping) else {}
+    assert isinstance(meta, Mapping)
+    ns, name = meta.get("namespace"), meta.get("name")
+    ident = f"{ns}/{name}" if ns else f"{name}"
+    return f"{kind} {ident!r}" if name else str(kind)
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.startswith("function-") or part in ("str", "int", "list[str]", "dict[str,str]"):
+            continue
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+def parse_object(raw: Any, where: str = "") -> OcmObject:
+    """Validate one decoded document as the OCM kind it names."""
+    if not isinstance(raw, Mapping):
+        raise ObjectError(where, "document", [("", f"expected an object, got {type(raw).__name__}")])
+    kind = raw.get("kind")
+    model = KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise ObjectError(
+            where, object_ref(raw), [("kind", f"unsupported kind {kind!r}; expected one of {sorted(KINDS)}")]
+        )
+    try:
+        return model.model_validate(raw)
+    except ValidationError as e:
+        problems = [(_path(err["loc"]), err["msg"]) for err in e.errors()]
+        raise ObjectError(where, object_ref(raw), problems) from None
+
+
+def documents_of(text: str, where: str) -> Iterator[tuple[str, Any]]:
+    """Every object in a JSON or YAML text: a k8s List, a JSON array, or (multi-document) YAML.
+
+    Yields (location, document); location names the file and the document index.
+    """
+    try:
+        stripped = text.lstrip()
+        if stripped[:1] in ("{", "["):
+            try:
+                docs = [orjson.loads(text)]
+            except orjson.JSONDecodeError:
+                docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        else:
+            docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as e:
+        raise ObjectError(where, "file", [("", f"not valid YAML or JSON: {e}")]) from None
+    index = 0
+    for doc in docs:
+        items = doc if isinstance(doc, list) else [doc]
+        for item in items:
+            if (
+                isinstance(item, Mapping)
+                and isinstance(item.get("items"), list)
+                and str(item.get("kind", "")).endswith("List")
+            ):
+                for sub in item["items"]:
+                    yield f"{where}#{index}", sub
+                    index += 1
+            else:
+                yield f"{where}#{index}", item
+                index += 1

@@ -1,0 +1,328 @@
+"""Open Cluster Management resources as OCM serialises them (camelCase JSON/YAML).
+
+The models read objects *as written*: an absent field keeps Go's zero value, because the
+placement controller sees objects that way (spec §1.4, "objects used exactly as written").
+The CRD defaults and the CRD validation an API server would apply live in
+:mod:`shared.api.admission`, applied where objects enter from users (publish, worker ingest).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+GROUP = "cluster.open-cluster-management.io"
+CLUSTERSET_LABEL = f"{GROUP}/clusterset"
+PLACEMENT_LABEL = f"{GROUP}/placement"
+DECISION_GROUP_INDEX_LABEL = f"{GROUP}/decision-group-index"
+DECISION_GROUP_NAME_LABEL = f"{GROUP}/decision-group-name"
+DISABLE_ANNOTATION = f"{GROUP}/experimental-scheduling-disable"
+
+
+def _null_to_empty_dict(v: Any) -> Any:
+    return {} if v is None else v
+
+
+def _null_to_empty_list(v: Any) -> Any:
+    return [] if v is None else v
+
+
+def _quantity_text(v: Any) -> Any:
+    # A Quantity may be a JSON number; Kubernetes parses its text (resource.Quantity.UnmarshalJSON).
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(v) if not v.is_integer() else str(int(v))
+    return v
+
+
+def _aware(v: datetime) -> datetime:
+    # metav1.Time is UTC on the wire; a timestamp without an offset is read as UTC
+    return v.replace(tzinfo=UTC) if v.tzinfo is None else v
+
+
+Time = Annotated[datetime, AfterValidator(_aware)]
+StrMap = Annotated[dict[str, str], BeforeValidator(_null_to_empty_dict)]
+Quantity = Annotated[str, BeforeValidator(_quantity_text)]
+QuantityMap = Annotated[dict[str, Quantity], BeforeValidator(_null_to_empty_dict)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore", strict=False
+    )
+
+
+class ObjectMeta(_Model):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    generation: int = 0
+    resource_version: str = ""
+    labels: StrMap = Field(default_factory=dict)
+    annotations: StrMap = Field(default_factory=dict)
+    deletion_timestamp: Time | None = None
+    creation_timestamp: Time | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# selectors (spec §4.1.1, §4.1.2)
+
+
+class LabelSelectorRequirement(_Model):
+    key: str = ""
+    operator: str = ""
+    values: list[str] | None = None
+
+
+class LabelSelector(_Model):
+    match_labels: StrMap = Field(default_factory=dict)
+    match_expressions: Annotated[list[LabelSelectorRequirement], BeforeValidator(_null_to_empty_list)] = (
+        Field(default_factory=list)
+    )
+
+
+class ClaimSelector(_Model):
+    match_expressions: Annotated[list[LabelSelectorRequirement], BeforeValidator(_null_to_empty_list)] = (
+        Field(default_factory=list)
+    )
+
+
+class CelSelector(_Model):
+    cel_expressions: Annotated[list[str], BeforeValidator(_null_to_empty_list)] = Field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# ManagedCluster (spec §1.1)
+
+
+class Taint(_Model):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+    time_added: Time | None = None
+
+
+class ClusterClaim(_Model):
+    name: str = ""
+    value: str = ""
+
+
+class ManagedClusterSpec(_Model):
+    hub_accepts_client: bool = False
+    taints: Annotated[list[Taint], BeforeValidator(_null_to_empty_list)] = Field(default_factory=list)
+
+
+class ManagedClusterStatus(_Model):
+    allocatable: QuantityMap = Field(default_factory=dict)
+    capacity: QuantityMap = Field(default_factory=dict)
+    cluster_claims: Annotated[list[ClusterClaim], BeforeValidator(_null_to_empty_list)] = Field(
+        default_factory=list
+    )
+
+
+class ManagedCluster(_Model):
+    api_version: str = f"{GROUP}/v1"
+    kind: Literal["ManagedCluster"] = "ManagedCluster"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ManagedClusterSpec = Field(default_factory=ManagedClusterSpec)
+    status: ManagedClusterStatus = Field(default_factory=ManagedClusterStatus)
+
+
+# ---------------------------------------------------------------------------------------------
+# ManagedClusterSet / ManagedClusterSetBinding (spec §1.2, §1.3)
+
+
+class ManagedClusterSelector(_Model):
+    selector_type: str = ""
+    label_selector: LabelSelector | None = None
+
+
+class ManagedClusterSetSpec(_Model):
+    cluster_selector: ManagedClusterSelector = Field(default_factory=ManagedClusterSelector)
+
+
+class ManagedClusterSet(_Model):
+    api_version: str = f"{GROUP}/v1beta2"
+    kind: Literal["ManagedClusterSet"] = "ManagedClusterSet"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ManagedClusterSetSpec = Field(default_factory=ManagedClusterSetSpec)
+
+
+class ManagedClusterSetBindingSpec(_Model):
+    cluster_set: str = ""
+
+
+class ManagedClusterSetBinding(_Model):
+    api_version: str = f"{GROUP}/v1beta2"
+    kind: Literal["ManagedClusterSetBinding"] = "ManagedClusterSetBinding"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ManagedClusterSetBindingSpec = Field(default_factory=ManagedClusterSetBindingSpec)
+
+
+# ---------------------------------------------------------------------------------------------
+# Placement (spec §1.4)
+
+
+class ClusterSelector(_Model):
+    label_selector: LabelSelector | None = None
+    claim_selector: ClaimSelector | None = None
+    cel_selector: CelSelector | None = None
+
+
+class ClusterPredicate(_Model):
+    required_cluster_selector: ClusterSelector = Field(default_factory=ClusterSelector)
+
+
+class AddOnScore(_Model):
+    resource_name: str = ""
+    score_name: str = ""
+
+
+class ScoreCoordinate(_Model):
+    type: str = ""
+    built_in: str = Field(default="", alias="builtIn")
+    add_on: AddOnScore | None = Field(default=None, alias="addOn")
+
+
+class PrioritizerConfig(_Model):
+    score_coordinate: ScoreCoordinate | None = None
+    weight: int = 0
+
+
+class PrioritizerPolicy(_Model):
+    mode: str = ""
+    configurations: Annotated[list[PrioritizerConfig], BeforeValidator(_null_to_empty_list)] = Field(
+        default_factory=list
+    )
+
+
+class Toleration(_Model):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class GroupClusterSelector(_Model):
+    label_selector: LabelSelector | None = None
+    claim_selector: ClaimSelector | None = None
+
+
+class DecisionGroup(_Model):
+    group_name: str = ""
+    group_cluster_selector: GroupClusterSelector = Field(default_factory=GroupClusterSelector)
+
+
+class GroupStrategy(_Model):
+    decision_groups: Annotated[list[DecisionGroup], BeforeValidator(_null_to_empty_list)] = Field(
+        default_factory=list
+    )
+    # int-or-string: the integer 3 and the string "3" behave differently (spec §6.1)
+    clusters_per_decision_group: int | str | None = None
+
+
+class DecisionStrategy(_Model):
+    group_strategy: GroupStrategy = Field(default_factory=GroupStrategy)
+
+
+class SpreadConstraint(_Model):
+    topology_key: str = ""
+    topology_key_type: str = ""
+    max_skew: int = 0
+    when_unsatisfiable: str = ""
+
+
+class SpreadPolicy(_Model):
+    spread_constraints: Annotated[list[SpreadConstraint], BeforeValidator(_null_to_empty_list)] = Field(
+        default_factory=list
+    )
+
+
+class PlacementSpec(_Model):
+    cluster_sets: Annotated[list[str], BeforeValidator(_null_to_empty_list)] = Field(default_factory=list)
+    number_of_clusters: int | None = None
+    predicates: Annotated[list[ClusterPredicate], BeforeValidator(_null_to_empty_list)] = Field(
+        default_factory=list
+    )
+    prioritizer_policy: PrioritizerPolicy = Field(default_factory=PrioritizerPolicy)
+    tolerations: Annotated[list[Toleration], BeforeValidator(_null_to_empty_list)] = Field(
+        default_factory=list
+    )
+    decision_strategy: DecisionStrategy = Field(default_factory=DecisionStrategy)
+    spread_policy: SpreadPolicy = Field(default_factory=SpreadPolicy)
+    sort_by: str = ""
+    score_rate_limit: str = ""
+
+
+class Placement(_Model):
+    api_version: str = f"{GROUP}/v1beta1"
+    kind: Literal["Placement"] = "Placement"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: PlacementSpec = Field(default_factory=PlacementSpec)
+
+    @property
+    def key(self) -> str:
+        return f"{self.metadata.namespace}/{self.metadata.name}"
+
+
+# ---------------------------------------------------------------------------------------------
+# PlacementDecision (spec §1.5)
+
+
+class ClusterDecision(_Model):
+    cluster_name: str = ""
+    reason: str = ""
+    score: int = 0
+
+
+class PlacementDecisionStatus(_Model):
+    decisions: Annotated[list[ClusterDecision], BeforeValidator(_null_to_empty_list)] = Field(
+        default_factory=list
+    )
+
+
+class PlacementDecision(_Model):
+    api_version: str = f"{GROUP}/v1beta1"
+    kind: Literal["PlacementDecision"] = "PlacementDecision"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    status: PlacementDecisionStatus = Field(default_factory=PlacementDecisionStatus)
+
+
+# ---------------------------------------------------------------------------------------------
+# AddOnPlacementScore (spec §1.6)
+
+
+class AddOnPlacementScoreItem(_Model):
+    name: str = ""
+    value: int = 0
+
+
+class AddOnPlacementScoreStatus(_Model):
+    scores: Annotated[list[AddOnPlacementScoreItem], BeforeValidator(_null_to_empty_list)] = Field(
+        default_factory=list
+    )
+    valid_until: Time | None = None
+
+
+class AddOnPlacementScore(_Model):
+    api_version: str = f"{GROUP}/v1alpha1"
+    kind: Literal["AddOnPlacementScore"] = "AddOnPlacementScore"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    status: AddOnPlacementScoreStatus = Field(default_factory=AddOnPlacementScoreStatus)
+
+
+OcmObject = (
+    ManagedCluster
+    | ManagedClusterSet
+    | ManagedClusterSetBinding
+    | Placement
+    | PlacementDecision
+    | AddOnPlacementScore
+)

@@ -1,0 +1,102 @@
+"""The stateful shell around `schedule`: applying objects to a Fleet and carrying decisions forward.
+
+`PlacementEngine` is what the worker, `simulate --sequence` and the auditor share: apply
+changes, evaluate a placement at a time, commit its new decision so that later placements'
+Balance (and this placement's Steady, NoSelectIfNew and requeue) see it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from shared.api.ocm import (
+    AddOnPlacementScore,
+    ManagedCluster,
+    ManagedClusterSet,
+    ManagedClusterSetBinding,
+    OcmObject,
+    Placement,
+    PlacementDecision,
+)
+from shared.placement.fleet import Fleet
+from shared.placement.scheduler import ScheduleResult, schedule
+
+
+def apply_object(fleet: Fleet, obj: OcmObject, raw: Mapping[str, Any] | None = None) -> None:
+    if isinstance(obj, ManagedCluster):
+        fleet.upsert_cluster(obj, raw)
+    elif isinstance(obj, ManagedClusterSet):
+        fleet.upsert_set(obj)
+    elif isinstance(obj, ManagedClusterSetBinding):
+        fleet.upsert_binding(obj)
+    elif isinstance(obj, Placement):
+        fleet.upsert_placement(obj)
+    elif isinstance(obj, PlacementDecision):
+        fleet.upsert_pd(obj)
+    elif isinstance(obj, AddOnPlacementScore):
+        fleet.upsert_score(obj)
+
+
+def delete_object(fleet: Fleet, kind: str, namespace: str, name: str) -> None:
+    if kind == "ManagedCluster":
+        fleet.delete_cluster(name)
+    elif kind == "ManagedClusterSet":
+        fleet.delete_set(name)
+    elif kind == "ManagedClusterSetBinding":
+        fleet.delete_binding(namespace, name)
+    elif kind == "Placement":
+        fleet.delete_placement(f"{namespace}/{name}")
+        # its PlacementDecisions are garbage-collected with it (spec §6.5)
+        for source in fleet.decisions.sources_of(namespace, name):
+            fleet.remove_decisions(source)
+    elif kind == "PlacementDecision":
+        fleet.pds.pop(f"{namespace}/{name}", None)
+        fleet.remove_decisions(f"pd:{namespace}/{name}")
+    elif kind == "AddOnPlacementScore":
+        fleet.delete_score(namespace, name)
+
+
+def fleet_of(objects: Iterable[OcmObject | tuple[OcmObject, Mapping[str, Any]]]) -> Fleet:
+    fleet = Fleet()
+    for item in objects:
+        if isinstance(item, tuple):
+            apply_object(fleet, item[0], item[1])
+        else:
+            apply_object(fleet, item)
+    return fleet
+
+
+class PlacementEngine:
+    """A Fleet plus the decisions this engine has made, carried forward between runs."""
+
+    def __init__(self, fleet: Fleet | None = None, options: Any = None) -> None:
+        self.fleet = fleet or Fleet()
+        self.options = options
+
+    def evaluate(self, key: str, now: datetime) -> ScheduleResult | None:
+        placement = self.fleet.placements.get(key)
+        if placement is None:
+            return None
+        return schedule(placement, self.fleet, now, options=self.options)
+
+    def commit(self, result: ScheduleResult) -> None:
+        """Make `result` this placement's current decision (its PDs replaced, spec §6.5)."""
+        if result.skipped is not None:
+            return
+        namespace, _, name = result.placement.partition("/")
+        for source in self.fleet.decisions.sources_of(namespace, name):
+            if source != f"placement:{result.placement}":
+                self.fleet.remove_decisions(source)
+        self.fleet.set_decisions(f"placement:{result.placement}", namespace, name, result.decisions)
+
+    def set_decision(self, key: str, clusters: Iterable[str]) -> None:
+        """Load a previously published decision (the worker's checkpoint)."""
+        namespace, _, name = key.partition("/")
+        self.fleet.set_decisions(f"placement:{key}", namespace, name, clusters)
+
+    def forget(self, key: str) -> None:
+        namespace, _, name = key.partition("/")
+        for source in self.fleet.decisions.sources_of(namespace, name):
+            self.fleet.remove_decisions(source)

@@ -1,0 +1,538 @@
+"""The fleet: the materialised state a placement is scheduled against.
+
+This is the one state store the engine reads. It holds the clusters (one slot each, with the
+per-cluster numbers the prioritizers need as numpy columns), cluster sets, bindings, AddOn
+scores and the current decisions, and keeps derived data incrementally: per-cluster columns are
+computed once per cluster version and shared by every placement; decision counts (Balance) are
+kept as counters rather than re-listed; selector and set-membership results are cached per
+(selector, cluster version). Scheduling never mutates it (see `scheduler.schedule`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.api.ocm import (
+    CLUSTERSET_LABEL,
+    PLACEMENT_LABEL,
+    AddOnPlacementScore,
+    ManagedCluster,
+    ManagedClusterSet,
+    ManagedClusterSetBinding,
+    Placement,
+    PlacementDecision,
+    Taint,
+)
+from shared.placement.quantity import InvalidQuantity, approximate_float
+from shared.placement.selectors import CompiledSelector, SelectorError, compile_label_selector
+
+__all__ = ["ClusterInfo", "DecisionStore", "Fleet", "SetSelectorError"]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class SetSelectorError(Exception):
+    """A ManagedClusterSet whose selector cannot be evaluated (spec §9.5: the sync fails)."""
+
+
+def _resource(cluster: ManagedCluster, key: str) -> float | None:
+    """spec §5.4: a cluster has data iff both allocatable and capacity carry the key."""
+    alloc = cluster.status.allocatable.get(key)
+    if alloc is None or key not in cluster.status.capacity:
+        return None
+    try:
+        return approximate_float(alloc)
+    except InvalidQuantity:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """What scheduling needs of one ManagedCluster version, computed once."""
+
+    name: str
+    labels: Mapping[str, str]
+    claims: Mapping[str, str]
+    terminating: bool
+    taints: tuple[Taint, ...]
+    cpu: float | None
+    memory: float | None
+    obj: ManagedCluster
+    raw: Mapping[str, Any] | None
+
+    @classmethod
+    def of(cls, cluster: ManagedCluster, raw: Mapping[str, Any] | None = None) -> ClusterInfo:
+        claims: dict[str, str] = {}
+        for claim in cluster.status.cluster_claims:  # spec §4.1.2: later duplicates overwrite
+            claims[claim.name] = claim.value
+        return cls(
+            name=cluster.metadata.name,
+            labels=cluster.metadata.labels,
+            claims=claims,
+            terminating=cluster.metadata.deletion_timestamp is not None,
+            taints=tuple(cluster.spec.taints),
+            cpu=_resource(cluster, "cpu"),
+            memory=_resource(cluster, "memory"),
+            obj=cluster,
+            raw=raw,
+        )
+
+
+@dataclass
+class _SetView:
+    obj: ManagedClusterSet
+    selector: CompiledSelector | None  # None: exclusive label set
+    error: str | None
+    mask: BoolArray | None = None
+    mask_version: int = -1
+
+
+class DecisionStore:
+    """Decisions of every placement, as PlacementDecision-like sources.
+
+    A *source* is one PlacementDecision object (or, in the worker, the whole current decision of
+    one placement). Balance counts cluster names over all sources; Steady, NoSelectIfNew and the
+    requeue read the sources of one placement (spec §4.2, §5.2, §5.3).
+    """
+
+    def __init__(self) -> None:
+        self._sources: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
+        self.total: Counter[str] = Counter()
+        self._own: dict[tuple[str, str], Counter[str]] = {}
+        self._hist: Counter[int] = Counter()  # count -> number of names with that count
+        self._by_owner: dict[tuple[str, str], set[str]] = {}
+        self.version = 0
+
+    def _bump(self, name: str, delta: int) -> None:
+        old = self.total[name]
+        new = old + delta
+        if old:
+            self._hist[old] -= 1
+            if not self._hist[old]:
+                del self._hist[old]
+        if new:
+            self.total[name] = new
+            self._hist[new] += 1
+        else:
+            del self.total[name]
+
+    def put(self, source: str, namespace: str, placement: str | None, clusters: Iterable[str]) -> None:
+        self.remove(source)
+        names = tuple(clusters)
+        self._sources[source] = (namespace, placement, names)
+        if placement:
+            self._by_owner.setdefault((namespace, placement), set()).add(source)
+        own = self._own.setdefault((namespace, placement), Counter()) if placement else None
+        for n in names:
+            self._bump(n, 1)
+            if own is not None:
+                own[n] += 1
+        self.version += 1
+
+    def remove(self, source: str) -> None:
+        old = self._sources.pop(source, None)
+        if old is None:
+            return
+        namespace, placement, names = old
+        if placement:
+            owned = self._by_owner.get((namespace, placement))
+            if owned is not None:
+                owned.discard(source)
+                if not owned:
+                    del self._by_owner[(namespace, placement)]
+        own = self._own.get((namespace, placement)) if placement else None
+        for n in names:
+            self._bump(n, -1)
+            if own is not None:
+                own[n] -= 1
+                if not own[n]:
+                    del own[n]
+        if placement and own is not None and not own:
+            del self._own[(namespace, placement)]
+        self.version += 1
+
+    def own(self, namespace: str, placement: str) -> Mapping[str, int]:
+        """Cluster name -> occurrences in this placement's own PDs (label = its name)."""
+        return self._own.get((namespace, placement), {})
+
+    def max_count_excluding(self, own: Mapping[str, int]) -> int:
+        """spec §5.2: the highest count over all counted names, this placement's PDs excluded."""
+        best = 0
+        for name, k in own.items():
+            best = max(best, self.total.get(name, 0) - k)
+        reduced: Counter[int] = Counter(self.total[name] for name in own)
+        for count in sorted(self._hist, reverse=True):
+            if count <= best:
+                break
+            if self._hist[count] - reduced.get(count, 0) > 0:
+                return count
+        return best
+
+    def sources_of(self, namespace: str, placement: str) -> list[str]:
+        """Every source labelled with this placement in its namespace."""
+        return sorted(self._by_owner.get((namespace, placement), ()))
+
+    def get(self, source: str) -> tuple[str, str | None, tuple[str, ...]] | None:
+        return self._sources.get(source)
+
+    def clusters_of(self, source: str) -> tuple[str, ...]:
+        entry = self._sources.get(source)
+        return entry[2] if entry else ()
+
+    def sources(self) -> Iterator[tuple[str, tuple[str, str | None, tuple[str, ...]]]]:
+        return iter(self._sources.items())
+
+
+@dataclass
+class _ScoreColumn:
+    version: int
+    values: IntArray
+    present: BoolArray
+    valid_until: FloatArray
+
+
+@dataclass
+class Fleet:
+    """All state the engine reads; mutate it with `upsert`/`delete`, read it with `schedule`."""
+
+    clusters: dict[str, ClusterInfo] = field(default_factory=dict)
+    sets: dict[str, _SetView] = field(default_factory=dict)
+    bindings: dict[str, dict[str, ManagedClusterSetBinding]] = field(default_factory=dict)
+    scores: dict[tuple[str, str], AddOnPlacementScore] = field(default_factory=dict)
+    placements: dict[str, Placement] = field(default_factory=dict)
+    decisions: DecisionStore = field(default_factory=DecisionStore)
+    pds: dict[str, PlacementDecision] = field(default_factory=dict)
+
+    # slots ---------------------------------------------------------------------------------
+    version: int = 0
+    score_version: int = 0
+    _capacity: int = 0
+    _slot: dict[str, int] = field(default_factory=dict)
+    _names: list[str | None] = field(default_factory=list)
+    _free: list[int] = field(default_factory=list)
+    _log: list[tuple[int, int]] = field(default_factory=list)  # (version, slot) changes
+    _log_base: int = 0
+    _rank_version: int = -1
+    _names_version: int = 0
+    alive: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    terminating: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    tainted: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    cpu: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    cpu_has: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    memory: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    memory_has: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    decision_count: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _rank: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _score_columns: dict[tuple[str, str], _ScoreColumn] = field(default_factory=dict)
+    _candidates: dict[tuple[str, ...], tuple[int, IntArray]] = field(default_factory=dict)
+    _decision_count_version: int = -1
+    cache: dict[Any, Any] = field(default_factory=dict)  # plugin-owned caches keyed by plugin
+
+    # ---- slots ----------------------------------------------------------------------------
+    def _grow(self) -> None:
+        new = max(16, self._capacity * 2)
+
+        def grow(a: npt.NDArray[Any], fill: Any = 0) -> npt.NDArray[Any]:
+            b = np.full(new, fill, dtype=a.dtype)
+            b[: self._capacity] = a
+            return b
+
+        self.alive = grow(self.alive, False)
+        self.terminating = grow(self.terminating, False)
+        self.tainted = grow(self.tainted, False)
+        self.cpu = grow(self.cpu, 0.0)
+        self.cpu_has = grow(self.cpu_has, False)
+        self.memory = grow(self.memory, 0.0)
+        self.memory_has = grow(self.memory_has, False)
+        self.decision_count = grow(self.decision_count, 0)
+        self._rank = grow(self._rank, 0)
+        self._names.extend([None] * (new - self._capacity))
+        self._free.extend(range(new - 1, self._capacity - 1, -1))
+        self._capacity = new
+        self._score_columns.clear()
+        self.cache.clear()
+        for s in self.sets.values():
+            s.mask = None
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def slot_of(self, name: str) -> int | None:
+        return self._slot.get(name)
+
+    def name_of(self, slot: int) -> str:
+        name = self._names[slot]
+        assert name is not None
+        return name
+
+    def _touch(self, slot: int) -> None:
+        self.version += 1
+        self._log.append((self.version, slot))
+        if len(self._log) > 4 * max(self._capacity, 1024):
+            self._log_base = self._log[len(self._log) // 2][0]
+            del self._log[: len(self._log) // 2]
+
+    def changed_since(self, version: int) -> list[int] | None:
+        """Slots changed after `version`, or None when the log no longer reaches that far."""
+        if version < self._log_base:
+            return None
+        out: list[int] = []
+        for v, s in reversed(self._log):
+            if v <= version:
+                break
+            out.append(s)
+        return out
+
+    @property
+    def rank(self) -> IntArray:
+        """Position of each slot in byte-wise name order (ties in scores break by name, §5.6)."""
+        if self._rank_version != self._names_version:
+            live = [(n, i) for i, n in enumerate(self._names) if n is not None]
+            live.sort()
+            for r, (_, i) in enumerate(live):
+                self._rank[i] = r
+            self._rank_version = self._names_version
+        return self._rank
+
+    # ---- clusters ------------------------------------------------------------------------
+    def upsert_cluster(self, cluster: ManagedCluster, raw: Mapping[str, Any] | None = None) -> None:
+        info = ClusterInfo.of(cluster, raw)
+        name = info.name
+        slot = self._slot.get(name)
+        if slot is None:
+            if not self._free:
+                self._grow()
+            slot = self._free.pop()
+            self._slot[name] = slot
+            self._names[slot] = name
+            self._names_version += 1
+            self.alive[slot] = True
+            self.decision_count[slot] = self.decisions.total.get(name, 0)
+        self.clusters[name] = info
+        self.terminating[slot] = info.terminating
+        self.tainted[slot] = bool(info.taints)
+        self.cpu[slot] = info.cpu or 0.0
+        self.cpu_has[slot] = info.cpu is not None
+        self.memory[slot] = info.memory or 0.0
+        self.memory_has[slot] = info.memory is not None
+        self._touch(slot)
+
+    def delete_cluster(self, name: str) -> None:
+        slot = self._slot.pop(name, None)
+        self.clusters.pop(name, None)
+        if slot is None:
+            return
+        self._names[slot] = None
+        self._names_version += 1
+        self.alive[slot] = False
+        self.tainted[slot] = False
+        self.cpu_has[slot] = False
+        self.memory_has[slot] = False
+        self.decision_count[slot] = 0
+        self._free.append(slot)
+        self._touch(slot)
+
+    # ---- sets and bindings ---------------------------------------------------------------
+    def upsert_set(self, cset: ManagedClusterSet) -> None:
+        sel = cset.spec.cluster_selector
+        selector: CompiledSelector | None = None
+        error: str | None = None
+        if sel.selector_type in ("", "ExclusiveClusterSetLabel"):
+            selector = None
+        elif sel.selector_type == "LabelSelector":
+            try:
+                selector = compile_label_selector(sel.label_selector, null_means_nothing=True)
+            except SelectorError as e:
+                error = str(e)
+        else:
+            error = f"selector type {sel.selector_type!r} is not supported"
+        self.sets[cset.metadata.name] = _SetView(cset, selector, error)
+        self.version += 1
+        self._candidates.clear()
+
+    def delete_set(self, name: str) -> None:
+        if self.sets.pop(name, None) is not None:
+            self.version += 1
+            self._candidates.clear()
+
+    def upsert_binding(self, binding: ManagedClusterSetBinding) -> None:
+        self.bindings.setdefault(binding.metadata.namespace, {})[binding.metadata.name] = binding
+
+    def delete_binding(self, namespace: str, name: str) -> None:
+        ns = self.bindings.get(namespace)
+        if ns is not None:
+            ns.pop(name, None)
+            if not ns:
+                del self.bindings[namespace]
+
+    def set_members(self, name: str) -> BoolArray:
+        """spec §1.2 membership, as a mask over slots (terminating clusters included)."""
+        view = self.sets[name]
+        if view.error is not None:
+            raise SetSelectorError(view.error)
+        if view.mask is not None and view.mask_version == self.version:
+            return view.mask
+        changed = self.changed_since(view.mask_version) if view.mask is not None else None
+        if view.mask is None or changed is None or len(view.mask) != self._capacity:
+            mask = np.zeros(self._capacity, dtype=np.bool_)
+            slots: Iterable[int] = self._slot.values()
+        else:
+            mask = view.mask
+            slots = set(changed)
+        for s in slots:
+            n = self._names[s]
+            if n is None:
+                mask[s] = False
+                continue
+            labels = self.clusters[n].labels
+            if view.selector is None:
+                mask[s] = labels.get(CLUSTERSET_LABEL) == name
+            else:
+                mask[s] = view.selector.matches(labels)
+        view.mask, view.mask_version = mask, self.version
+        return mask
+
+    def sets_of_cluster(self, labels: Mapping[str, str]) -> list[str]:
+        """The sets a cluster with these labels belongs to (event fan-out, spec §9.1)."""
+        out = []
+        for name, view in self.sets.items():
+            if view.error is not None:
+                raise SetSelectorError(view.error)
+            if view.selector is None:
+                if labels.get(CLUSTERSET_LABEL) == name:
+                    out.append(name)
+            elif view.selector.matches(labels):
+                out.append(name)
+        return out
+
+    def candidates(self, eligible: tuple[str, ...]) -> IntArray:
+        """spec §3.3: union of the eligible sets' members, minus terminating clusters."""
+        hit = self._candidates.get(eligible)
+        if hit is not None and hit[0] == self.version:
+            return hit[1]
+        mask = np.zeros(self._capacity, dtype=np.bool_)
+        for name in eligible:
+            if name in self.sets:
+                mask |= self.set_members(name)
+        mask &= self.alive & ~self.terminating
+        slots = np.flatnonzero(mask).astype(np.int64)
+        self._candidates[eligible] = (self.version, slots)
+        return slots
+
+    # ---- scores --------------------------------------------------------------------------
+    def upsert_score(self, score: AddOnPlacementScore) -> None:
+        self.scores[(score.metadata.namespace, score.metadata.name)] = score
+        self._score_touched(score.metadata.namespace)
+
+    def delete_score(self, cluster: str, resource: str) -> None:
+        if self.scores.pop((cluster, resource), None) is not None:
+            self._score_touched(cluster)
+
+    def _score_touched(self, cluster: str) -> None:
+        self.score_version += 1
+        slot = self._slot.get(cluster)
+        if slot is not None:
+            self._touch(slot)  # CEL `scores()` results depend on it
+
+    def score_column(self, resource: str, score_name: str) -> _ScoreColumn:
+        """AddOn scores of every slot for one coordinate, rebuilt once per score version."""
+        key = (resource, score_name)
+        col = self._score_columns.get(key)
+        if col is not None and col.version == self.score_version and len(col.values) == self._capacity:
+            return col
+        values = np.zeros(self._capacity, dtype=np.int64)
+        present = np.zeros(self._capacity, dtype=np.bool_)
+        valid_until = np.full(self._capacity, np.inf, dtype=np.float64)
+        for (cluster, res), obj in self.scores.items():
+            if res != resource:
+                continue
+            slot = self._slot.get(cluster)
+            if slot is None:
+                continue
+            present[slot] = True
+            if obj.status.valid_until is not None:
+                valid_until[slot] = obj.status.valid_until.timestamp()
+            value = 0
+            for item in obj.status.scores:  # spec §5.5: last item of that name wins
+                if item.name == score_name:
+                    value = item.value
+            values[slot] = value
+        col = _ScoreColumn(self.score_version, values, present, valid_until)
+        self._score_columns[key] = col
+        return col
+
+    def score_items(self, cluster: str, resource: str) -> list[tuple[str, int]] | None:
+        obj = self.scores.get((cluster, resource))
+        if obj is None:
+            return None
+        return [(i.name, i.value) for i in obj.status.scores]
+
+    # ---- decisions -----------------------------------------------------------------------
+    def decision_counts(self) -> IntArray:
+        """Per-slot count of the cluster's name over all decisions (Balance)."""
+        if self._decision_count_version != self.decisions.version:
+            self.decision_count[:] = 0
+            for name, n in self.decisions.total.items():
+                slot = self._slot.get(name)
+                if slot is not None:
+                    self.decision_count[slot] = n
+            self._decision_count_version = self.decisions.version
+        return self.decision_count
+
+    def set_decisions(
+        self, source: str, namespace: str, placement: str | None, clusters: Iterable[str]
+    ) -> None:
+        """Replace one decision source, keeping the per-slot counts in step incrementally."""
+        fresh = self._decision_count_version == self.decisions.version
+        old = self.decisions.get(source)
+        self.decisions.put(source, namespace, placement, clusters)
+        if fresh:
+            for name in old[2] if old else ():
+                slot = self._slot.get(name)
+                if slot is not None:
+                    self.decision_count[slot] -= 1
+            for name in self.decisions.clusters_of(source):
+                slot = self._slot.get(name)
+                if slot is not None:
+                    self.decision_count[slot] += 1
+            self._decision_count_version = self.decisions.version
+
+    def remove_decisions(self, source: str) -> None:
+        fresh = self._decision_count_version == self.decisions.version
+        old = self.decisions.get(source)
+        self.decisions.remove(source)
+        if fresh:
+            for name in old[2] if old else ():
+                slot = self._slot.get(name)
+                if slot is not None:
+                    self.decision_count[slot] -= 1
+            self._decision_count_version = self.decisions.version
+
+    def upsert_pd(self, pd: PlacementDecision) -> None:
+        key = f"{pd.metadata.namespace}/{pd.metadata.name}"
+        self.pds[key] = pd
+        label = pd.metadata.labels.get(PLACEMENT_LABEL) or None
+        self.set_decisions(
+            "pd:" + key, pd.metadata.namespace, label, (d.cluster_name for d in pd.status.decisions)
+        )
+
+    # ---- placements ----------------------------------------------------------------------
+    def upsert_placement(self, placement: Placement) -> None:
+        self.placements[placement.key] = placement
+
+    def delete_placement(self, key: str) -> None:
+        self.placements.pop(key, None)
+
+
+def epoch(t: datetime) -> float:
+    return t.timestamp()

@@ -1,0 +1,92 @@
+"""The plugin framework: a status, the per-run context, and the Filter/Prioritizer protocols.
+
+Each scheduling concern is one small plugin module (OCM's `pkg/placement/plugins` layout); the
+scheduler is a loop over a filter list and a weighted prioritizer list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from shared.api.ocm import Placement
+from shared.placement.fleet import Fleet
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+class Code(StrEnum):
+    SUCCESS = "Success"
+    WARNING = "Warning"
+    ERROR = "Error"
+    MISCONFIGURED = "Misconfigured"
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: Code = Code.SUCCESS
+    plugin: str = ""
+    message: str = ""
+
+    @property
+    def aborts(self) -> bool:
+        return self.code in (Code.ERROR, Code.MISCONFIGURED)
+
+
+SUCCESS = Status()
+
+
+@dataclass
+class ScheduleContext:
+    """Everything one scheduling run reads; built once per run, shared by the plugins."""
+
+    placement: Placement
+    fleet: Fleet
+    now: datetime
+    own: Mapping[str, int]  # spec §4.2 "D": this placement's current decisions (name -> count)
+    options: Any = None
+    scratch: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def now_ts(self) -> float:
+        ts = self.scratch.get("now_ts")
+        if ts is None:
+            ts = self.now.timestamp()
+            self.scratch["now_ts"] = ts
+        return float(ts)
+
+
+@dataclass(frozen=True, slots=True)
+class FilterResult:
+    slots: IntArray
+    status: Status = SUCCESS
+
+
+class Filter(Protocol):
+    name: str
+
+    def filter(self, ctx: ScheduleContext, slots: IntArray) -> FilterResult: ...
+
+    def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
+        """Why this filter rejects the cluster (None: it passes). For explanations only."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreResult:
+    scores: IntArray  # aligned with the post-filter slots
+    has_entry: BoolArray | None = None  # None: every cluster has an entry
+    status: Status = SUCCESS
+
+
+class Prioritizer(Protocol):
+    name: str
+
+    def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult: ...

@@ -1,0 +1,155 @@
+"""The Predicate filter (spec §4.1): label AND claim AND CEL inside a predicate, OR across them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from shared.api.ocm import ClusterPredicate
+from shared.placement.fleet import ClusterInfo, Fleet
+from shared.placement.framework import (
+    Code,
+    FilterResult,
+    IntArray,
+    ScheduleContext,
+    Status,
+)
+from shared.placement.selectors import (
+    EVERYTHING,
+    CompiledSelector,
+    SelectorError,
+    compile_label_selector,
+    compile_requirements,
+)
+
+NAME = "Predicate"
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPredicate:
+    key: str  # canonical JSON: the cache identity of this predicate's results
+    labels: CompiledSelector
+    claims: CompiledSelector
+    cel: tuple[Any, ...]  # CompiledCel
+
+
+class PredicateConfigError(Exception):
+    pass
+
+
+def compile_predicates(predicates: Sequence[ClusterPredicate]) -> list[CompiledPredicate]:
+    """Raises PredicateConfigError with the Misconfigured message (spec §4.1 step 2)."""
+    out: list[CompiledPredicate] = []
+    for p in predicates:
+        sel = p.required_cluster_selector
+        try:
+            labels = compile_label_selector(sel.label_selector)
+            claims = (
+                CompiledSelector(tuple(compile_requirements(sel.claim_selector.match_expressions)))
+                if sel.claim_selector is not None
+                else EVERYTHING
+            )
+        except SelectorError as e:
+            raise PredicateConfigError(str(e)) from e
+        cel: list[Any] = []
+        exprs = sel.cel_selector.cel_expressions if sel.cel_selector is not None else []
+        if exprs:
+            from shared.placement.cel import CelCompileError, compile_cel
+
+            for expr in exprs:
+                try:
+                    cel.append(compile_cel(expr))
+                except CelCompileError as e:
+                    raise PredicateConfigError(str(e)) from e
+        key = orjson.dumps(p.model_dump(mode="json", by_alias=True), option=orjson.OPT_SORT_KEYS).decode()
+        out.append(CompiledPredicate(key, labels, claims, tuple(cel)))
+    return out
+
+
+def _cel_view(fleet: Fleet, info: ClusterInfo) -> Mapping[str, Any]:
+    from shared.placement.cel import cluster_cel_view
+
+    key = ("cel-view", info.name)
+    hit = fleet.cache.get(key)
+    if hit is not None and hit[0] is info:
+        cached: Mapping[str, Any] = hit[1]
+        return cached
+    raw = info.raw if info.raw is not None else info.obj.model_dump(mode="json", by_alias=True)
+    view = cluster_cel_view(raw)
+    fleet.cache[key] = (info, view)
+    return view
+
+
+def matches(fleet: Fleet, pred: CompiledPredicate, info: ClusterInfo) -> bool:
+    if not pred.labels.matches(info.labels):
+        return False
+    if not pred.claims.matches(info.claims):
+        return False
+    if pred.cel:
+        from shared.placement.cel import evaluate_predicate_cel
+
+        return bool(evaluate_predicate_cel(pred.cel, _cel_view(fleet, info), info.name, fleet.score_items))
+    return True
+
+
+def _verdicts(fleet: Fleet, pred: CompiledPredicate, slots: IntArray) -> npt.NDArray[np.int8]:
+    """Per-slot verdicts (-1 unknown), cached per (predicate, cluster version)."""
+    key = ("predicate", pred.key)
+    hit = fleet.cache.get(key)
+    if hit is None or len(hit[1]) != fleet.capacity:
+        state = np.full(fleet.capacity, -1, dtype=np.int8)
+    else:
+        version, state = hit
+        if version != fleet.version:
+            changed = fleet.changed_since(version)
+            if changed is None:
+                state[:] = -1
+            elif changed:
+                state[np.asarray(changed, dtype=np.int64)] = -1
+    fleet.cache[key] = (fleet.version, state)
+    sub = state[slots]
+    unknown = slots[sub < 0]
+    for s in unknown.tolist():
+        state[s] = 1 if matches(fleet, pred, fleet.clusters[fleet.name_of(s)]) else 0
+    return state
+
+
+class PredicateFilter:
+    name = NAME
+
+    def _compiled(self, ctx: ScheduleContext) -> list[CompiledPredicate]:
+        hit = ctx.scratch.get("predicates")
+        if hit is None:
+            hit = compile_predicates(ctx.placement.spec.predicates)
+            ctx.scratch["predicates"] = hit
+        compiled: list[CompiledPredicate] = hit
+        return compiled
+
+    def filter(self, ctx: ScheduleContext, slots: IntArray) -> FilterResult:
+        # spec §4.1: no predicates or no candidates -> unchanged, and no validation at all
+        if not ctx.placement.spec.predicates or len(slots) == 0:
+            return FilterResult(slots)
+        try:
+            preds = self._compiled(ctx)
+        except PredicateConfigError as e:
+            return FilterResult(slots[:0], Status(Code.MISCONFIGURED, NAME, str(e)))
+        keep = np.zeros(len(slots), dtype=np.bool_)
+        for pred in preds:
+            if pred.labels.is_everything and pred.claims.is_everything and not pred.cel:
+                return FilterResult(slots)
+            keep |= _verdicts(ctx.fleet, pred, slots)[slots] == 1
+        return FilterResult(slots[keep])
+
+    def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
+        if not ctx.placement.spec.predicates:
+            return None
+        info = ctx.fleet.clusters[cluster]
+        for pred in self._compiled(ctx):
+            if matches(ctx.fleet, pred, info):
+                return None
+        return "matches none of the placement's predicates"

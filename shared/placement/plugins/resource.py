@@ -1,0 +1,34 @@
+"""ResourceAllocatableCPU / ResourceAllocatableMemory (spec §5.4)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shared.placement.framework import IntArray, ScheduleContext, ScoreResult
+
+
+class ResourceAllocatable:
+    def __init__(self, resource: str) -> None:
+        self.resource = resource
+        self.name = "ResourceAllocatableCPU" if resource == "cpu" else "ResourceAllocatableMemory"
+
+    def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
+        fleet = ctx.fleet
+        values, has = (
+            (fleet.cpu, fleet.cpu_has) if self.resource == "cpu" else (fleet.memory, fleet.memory_has)
+        )
+        v = values[slots]
+        h = has[slots]
+        scores = np.zeros(len(slots), dtype=np.int64)
+        if not h.any():
+            return ScoreResult(scores, h)  # no post-filter cluster has data: an empty score map
+        lo = float(v[h].min())
+        hi = float(v[h].max())
+        if hi - lo != 0:
+            ratio = (v - lo) / (hi - lo)
+            # evaluated left to right in doubles, then truncated: 0.6 gives 19, not 20
+            scores = (((ratio - 0.5) * 2.0) * 100.0).astype(np.int64)
+        else:
+            scores[:] = 100
+        scores[~h] = 0
+        return ScoreResult(scores, h)

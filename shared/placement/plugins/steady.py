@@ -1,0 +1,19 @@
+"""Steady: keep what this placement already decided (spec §5.3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shared.placement.framework import IntArray, ScheduleContext, ScoreResult
+
+
+class Steady:
+    name = "Steady"
+
+    def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
+        scores = np.zeros(len(slots), dtype=np.int64)
+        for name in ctx.own:
+            slot = ctx.fleet.slot_of(name)
+            if slot is not None:
+                scores[slots == slot] = 100
+        return ScoreResult(scores)

@@ -1,0 +1,124 @@
+"""The TaintToleration filter and the requeue time it produces (spec §4.2, §4.2.1)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from shared.api.ocm import Taint, Toleration
+from shared.placement.fleet import ClusterInfo
+from shared.placement.framework import Code, FilterResult, IntArray, ScheduleContext, Status
+
+NAME = "TaintToleration"
+
+
+def validate_tolerations(tolerations: Sequence[Toleration]) -> str | None:
+    for t in tolerations:
+        if not t.key and t.operator != "Exists":
+            return "If the key is empty, operator must be Exists."
+        if t.operator == "Exists" and t.value:
+            return "If the operator is Exists, the value should be empty."
+    return None
+
+
+def _matches(t: Toleration, taint: Taint) -> bool:
+    if t.effect and t.effect != taint.effect:
+        return False
+    if t.key and t.key != taint.key:
+        return False
+    if t.operator in ("", "Equal"):
+        return t.value == taint.value
+    return t.operator == "Exists"  # any other operator never matches (no error)
+
+
+def _deadline(taint: Taint, seconds: int) -> datetime | None:
+    """timeAdded + tolerationSeconds; an absent timeAdded is Go's zero time (year 1)."""
+    if taint.time_added is None:
+        return None  # effectively already expired
+    try:
+        return taint.time_added + timedelta(seconds=seconds)
+    except OverflowError:
+        return datetime.max.replace(tzinfo=taint.time_added.tzinfo) if seconds > 0 else None
+
+
+def taint_tolerated(
+    taint: Taint, in_decision: bool, tolerations: Sequence[Toleration], now: datetime
+) -> tuple[bool, datetime | None]:
+    """(tolerated, requeue time this taint carries)."""
+    if taint.effect == "PreferNoSelect":
+        return True, None
+    if taint.effect == "NoSelectIfNew" and in_decision:
+        return True, None
+    for t in tolerations:
+        if not _matches(t, taint):
+            continue
+        if t.toleration_seconds is None:
+            return True, None
+        deadline = _deadline(taint, t.toleration_seconds)
+        if deadline is not None and now < deadline:  # strict (spec §4.2)
+            return True, deadline
+    return False, None
+
+
+def cluster_tolerated(
+    info: ClusterInfo, in_decision: bool, tolerations: Sequence[Toleration], now: datetime
+) -> tuple[bool, datetime | None, Taint | None]:
+    """(tolerated, earliest requeue time, first untolerated taint)."""
+    earliest: datetime | None = None
+    for taint in info.taints:
+        ok, at = taint_tolerated(taint, in_decision, tolerations, now)
+        if not ok:
+            return False, None, taint
+        if at is not None and (earliest is None or at < earliest):
+            earliest = at
+    return True, earliest, None
+
+
+def requeue_time(
+    clusters: Mapping[str, ClusterInfo],
+    own: Mapping[str, int],
+    tolerations: Sequence[Toleration],
+    now: datetime,
+) -> datetime | None:
+    """spec §4.2.1: from the *previous* decisions, looked up among all clusters."""
+    best: datetime | None = None
+    for name in own:
+        info = clusters.get(name)
+        if info is None or not info.taints:
+            continue
+        ok, at, _ = cluster_tolerated(info, True, tolerations, now)
+        if ok and at is not None and (best is None or at < best):
+            best = at
+    return best
+
+
+class TaintTolerationFilter:
+    name = NAME
+
+    def filter(self, ctx: ScheduleContext, slots: IntArray) -> FilterResult:
+        if len(slots) == 0:
+            return FilterResult(slots)
+        tolerations = ctx.placement.spec.tolerations
+        problem = validate_tolerations(tolerations)
+        if problem is not None:
+            return FilterResult(slots[:0], Status(Code.MISCONFIGURED, NAME, problem))
+        fleet = ctx.fleet
+        tainted = fleet.tainted[slots]
+        if not tainted.any():
+            return FilterResult(slots)
+        keep = np.ones(len(slots), dtype=np.bool_)
+        for i in np.flatnonzero(tainted).tolist():
+            info = fleet.clusters[fleet.name_of(int(slots[i]))]
+            ok, _, _ = cluster_tolerated(info, info.name in ctx.own, tolerations, ctx.now)
+            keep[i] = ok
+        return FilterResult(slots[keep])
+
+    def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
+        info = ctx.fleet.clusters[cluster]
+        ok, _, taint = cluster_tolerated(info, cluster in ctx.own, ctx.placement.spec.tolerations, ctx.now)
+        if ok or taint is None:
+            return None
+        value = f"={taint.value}" if taint.value else ""
+        return f"taint {taint.key}{value}:{taint.effect} is not tolerated"

@@ -1,0 +1,226 @@
+"""One scheduling run of one placement (spec §2 steps 3–8): pure over a Fleet and `now`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from shared.api.ocm import DISABLE_ANNOTATION, Placement
+from shared.placement.conditions import Condition, misconfigured_condition, satisfied_condition
+from shared.placement.fleet import Fleet, SetSelectorError
+from shared.placement.framework import SUCCESS, Code, Filter, IntArray, ScheduleContext, Status
+from shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
+from shared.placement.plugins.predicate import PredicateFilter
+from shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
+from shared.placement.weights import Weighted, WeightError, resolve
+
+FILTERS: tuple[Filter, ...] = (PredicateFilter(), TaintTolerationFilter())
+
+
+@dataclass(frozen=True)
+class PrioritizerScores:
+    name: str
+    weight: int
+    scores: Mapping[str, int]  # raw, unweighted; clusters without an entry are absent
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    """The outcome of one run: what to publish and what explains it."""
+
+    placement: str
+    now: datetime
+    status: Status
+    eligible_sets: tuple[str, ...]
+    bindings: int
+    available: tuple[str, ...]
+    filtered: tuple[tuple[str, tuple[str, ...]], ...]  # (filter pipeline name, survivors)
+    selected: tuple[str, ...]  # rank order
+    groups: tuple[DecisionGroupResult, ...]
+    pages: tuple[Page, ...]
+    requeue_at: datetime | None
+    unscheduled: int
+    conditions: tuple[Condition, ...]
+    skipped: str | None = None  # the run did nothing (disabled, deleting, a broken set)
+    _post: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    _totals: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    _names: tuple[str, ...] = field(default=(), repr=False)
+    _prioritizers: tuple[tuple[str, int, Any, Any], ...] = field(default=(), repr=False)
+
+    @property
+    def decisions(self) -> tuple[str, ...]:
+        """Cluster names in the order they appear across the PlacementDecision pages."""
+        return tuple(n for p in self.pages for n in p.clusters)
+
+    @property
+    def number_selected(self) -> int:
+        return len(self.selected)
+
+    @cached_property
+    def scores(self) -> dict[str, int]:
+        """Total weighted score of every post-filter cluster (empty when scheduling aborted)."""
+        return dict(zip(self._names, self._totals.tolist(), strict=True))
+
+    def scores_of(self, names: set[str]) -> dict[str, int]:
+        return {n: s for n, s in zip(self._names, self._totals.tolist(), strict=True) if n in names}
+
+    @cached_property
+    def prioritizers(self) -> tuple[PrioritizerScores, ...]:
+        out = []
+        for name, weight, scores, has in self._prioritizers:
+            vals = scores.tolist()
+            mask = [True] * len(vals) if has is None else has.tolist()
+            out.append(
+                PrioritizerScores(
+                    name, weight, {n: v for n, v, m in zip(self._names, vals, mask, strict=True) if m}
+                )
+            )
+        return tuple(out)
+
+    def requeue_after_seconds(self) -> float | None:
+        if self.requeue_at is None:
+            return None
+        return (self.requeue_at - self.now).total_seconds()
+
+
+def _eligible(placement: Placement, fleet: Fleet) -> tuple[int, tuple[str, ...]]:
+    """spec §3.1–3.2: valid bindings, intersected with spec.clusterSets when given."""
+    ns_bindings = fleet.bindings.get(placement.metadata.namespace, {})
+    bound = {name for name in ns_bindings if name in fleet.sets}
+    wanted = placement.spec.cluster_sets
+    eligible = bound & set(wanted) if wanted else bound
+    return len(bound), tuple(sorted(eligible))
+
+
+def _rank(fleet: Fleet, slots: IntArray, totals: IntArray) -> IntArray:
+    """Indices into `slots` by total descending, then cluster name ascending (spec §5.6)."""
+    ranks = fleet.rank[slots]
+    return np.lexsort((ranks, -totals)).astype(np.int64)
+
+
+def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any = None) -> ScheduleResult:
+    key = placement.key
+    meta = placement.metadata
+    own = fleet.decisions.own(meta.namespace, meta.name)
+    empty = np.zeros(0, dtype=np.int64)
+
+    def skipped(why: str) -> ScheduleResult:
+        return ScheduleResult(key, now, SUCCESS, (), 0, (), (), (), (), (), None, 0, (), skipped=why)
+
+    # spec §9.2: deleting or disabled placements are left alone
+    if meta.deletion_timestamp is not None:
+        return skipped("deleting")
+    if meta.annotations.get(DISABLE_ANNOTATION) == "true":
+        return skipped("disabled")
+
+    bindings, eligible = _eligible(placement, fleet)
+    try:
+        slots = fleet.candidates(eligible)
+    except SetSelectorError as e:  # spec §9.5: the sync fails, nothing is written
+        return skipped(f"cluster set selector: {e}")
+    available = slots
+    ctx = ScheduleContext(placement, fleet, now, own, options)
+
+    status = SUCCESS
+    filtered: list[tuple[str, tuple[str, ...]]] = []
+    pipeline: list[str] = []
+    for f in FILTERS:
+        result = f.filter(ctx, slots)
+        if result.status.aborts:
+            status = result.status
+            slots = empty
+            break
+        slots = result.slots
+        pipeline.append(f.name)
+        filtered.append((",".join(pipeline), ()))  # names filled below (in rank order for the last)
+        filtered[-1] = (filtered[-1][0], tuple(fleet.name_of(int(s)) for s in slots.tolist()))
+        if result.status.code is Code.WARNING:
+            status = result.status
+
+    weighted: list[Weighted] = []
+    if not status.aborts:
+        try:
+            weighted = resolve(placement.spec.prioritizer_policy)
+        except WeightError as e:
+            status = e.status
+            slots = empty
+
+    totals = np.zeros(len(slots), dtype=np.int64)
+    prioritizer_rows: list[tuple[str, int, Any, Any]] = []
+    if not status.aborts:
+        for w in weighted:
+            r = w.prioritizer.score(ctx, slots)
+            if r.status.aborts:
+                status = r.status
+                slots, totals, prioritizer_rows = empty, np.zeros(0, dtype=np.int64), []
+                break
+            if r.status.code is Code.WARNING:
+                status = r.status
+            totals = totals + w.weight * r.scores
+            prioritizer_rows.append((w.prioritizer.name, w.weight, r.scores, r.has_entry))
+
+    order = _rank(fleet, slots, totals)
+    slots, totals = slots[order], totals[order]
+    prioritizer_rows = [(n, w, s[order], None if h is None else h[order]) for n, w, s, h in prioritizer_rows]
+    names = tuple(fleet.name_of(s) for s in slots.tolist())
+    if filtered and not status.aborts:
+        filtered[-1] = (filtered[-1][0], names)
+
+    n = placement.spec.number_of_clusters
+    if n is not None and n < 0 and not status.aborts:
+        # Go panics on a negative bound; we report it instead (docs/compatibility.md)
+        status = Status(Code.MISCONFIGURED, "", f"numberOfClusters must not be negative: {n}")
+    if status.aborts:
+        selected: tuple[str, ...] = ()
+        unscheduled = max(n, 0) if n is not None else 0
+        requeue = None
+        if status.code is Code.MISCONFIGURED:
+            unscheduled = max(n, 0) if n is not None else 0
+    else:
+        selected = names if n is None else names[: max(n, 0)]
+        unscheduled = (n - len(selected)) if n is not None else 0
+        requeue = requeue_time(fleet.clusters, own, placement.spec.tolerations, now)
+
+    strategy = placement.spec.decision_strategy.group_strategy
+    groups, group_error = build_groups(strategy, selected, fleet.clusters)
+    final = status
+    if group_error is not None:
+        final = Status(Code.MISCONFIGURED, "", group_error)
+    pages = paginate(meta.name, groups)
+
+    conditions = (
+        misconfigured_condition(final),
+        satisfied_condition(
+            bindings=bindings,
+            spec_cluster_sets=placement.spec.cluster_sets,
+            eligible_sets=eligible,
+            available=len(available),
+            final=final,
+            selected=len(selected),
+            unscheduled=unscheduled,
+        ),
+    )
+    return ScheduleResult(
+        placement=key,
+        now=now,
+        status=final,
+        eligible_sets=eligible,
+        bindings=bindings,
+        available=tuple(fleet.name_of(int(s)) for s in available.tolist()),
+        filtered=tuple(filtered),
+        selected=selected,
+        groups=tuple(groups),
+        pages=tuple(pages),
+        requeue_at=requeue,
+        unscheduled=unscheduled,
+        conditions=conditions,
+        _post=slots,
+        _totals=totals,
+        _names=names,
+        _prioritizers=tuple(prioritizer_rows),
+    )
