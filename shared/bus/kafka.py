@@ -1,0 +1,411 @@
+"""Kafka clients from settings, and the offset helpers that work on Tansu and Apache Kafka alike.
+
+Client settings follow kafka-local-broker.md: a short `fetch_max_wait_ms`
+(Tansu re-checks a long poll late), a short session timeout (Tansu holds a
+JoinGroup for sto/2), no idempotence or transactions (Tansu rejects aiokafka's
+InitProducerId v0), and never "latest" (ListOffsets LATEST is wrong on Tansu).
+The same settings are fine on Apache Kafka.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.helpers import create_ssl_context
+from aiokafka.protocol.group import LeaveGroupRequest
+
+from shared.bus.errors import BusConfigError, TopicLayoutError
+from shared.bus.records import Delivered, OutgoingRecord, Record, decode_key_lossless
+from shared.settings import KafkaSettings
+
+TP = tuple[str, int]
+"""A (topic, partition) pair. aiokafka's TopicPartition is a NamedTuple, so the two compare equal."""
+
+CONSUMER_DEFAULTS: Mapping[str, Any] = {
+    "fetch_max_wait_ms": 100,
+    "session_timeout_ms": 6000,
+    "heartbeat_interval_ms": 1000,
+    "auto_offset_reset": "earliest",
+    "enable_auto_commit": False,
+}
+PRODUCER_DEFAULTS: Mapping[str, Any] = {
+    "acks": "all",
+    "enable_idempotence": False,
+    "linger_ms": 5,
+}
+
+
+def _as_settings(kafka: KafkaSettings | str) -> KafkaSettings:
+    return KafkaSettings(bootstrap_servers=kafka) if isinstance(kafka, str) else kafka
+
+
+def client_options(kafka: KafkaSettings | str) -> dict[str, Any]:
+    """Connection options shared by producer, consumer and admin client. Holds the plain SASL password:
+    never log the result."""
+    settings = _as_settings(kafka)
+    if not settings.bootstrap_servers:
+        raise BusConfigError("KAFKA_BOOTSTRAP_SERVERS is not set")
+    options: dict[str, Any] = {
+        "bootstrap_servers": settings.bootstrap_servers,
+        "client_id": settings.client_id,
+        "security_protocol": settings.security_protocol,
+    }
+    if settings.uses_tls:
+        try:
+            options["ssl_context"] = create_ssl_context(
+                cafile=settings.ssl_cafile, certfile=settings.ssl_certfile, keyfile=settings.ssl_keyfile
+            )
+        except (OSError, ValueError) as exc:
+            raise BusConfigError(f"cannot build the TLS context from KAFKA_SSL_*: {exc}") from exc
+    if settings.security_protocol.startswith("SASL_"):
+        assert settings.sasl_password is not None
+        options["sasl_mechanism"] = settings.sasl_mechanism
+        options["sasl_plain_username"] = settings.sasl_username
+        options["sasl_plain_password"] = settings.sasl_password.get_secret_value()
+    return options
+
+
+def make_producer(kafka: KafkaSettings | str, **overrides: Any) -> Any:
+    """An unstarted AIOKafkaProducer with the recommended settings (murmur2 default partitioner)."""
+    return AIOKafkaProducer(**{**client_options(kafka), **PRODUCER_DEFAULTS, **overrides})
+
+
+def make_consumer(
+    kafka: KafkaSettings | str, *topics: str, group_id: str | None = None, **overrides: Any
+) -> Any:
+    """An unstarted AIOKafkaConsumer with the recommended settings; offsets are not auto-committed."""
+    options = {**client_options(kafka), **CONSUMER_DEFAULTS, "group_id": group_id, **overrides}
+    if options.get("auto_offset_reset") == "latest":
+        # Tansu's ListOffsets LATEST lands inside the last batch: never rely on it.
+        raise BusConfigError('auto_offset_reset="latest" is not supported; seek explicitly instead')
+    return AIOKafkaConsumer(*topics, **options)
+
+
+def make_admin(kafka: KafkaSettings | str, **overrides: Any) -> Any:
+    """An unstarted AIOKafkaAdminClient."""
+    return AIOKafkaAdminClient(**{**client_options(kafka), **overrides})
+
+
+def to_record(message: Any) -> Record:
+    """aiokafka's ConsumerRecord (raw bytes, no deserializers) as a typed Record."""
+    return Record(
+        topic=message.topic,
+        partition=message.partition,
+        offset=message.offset,
+        key=decode_key_lossless(message.key),
+        value=message.value,
+        headers=tuple((name, bytes(value)) for name, value in message.headers),
+        timestamp_ms=message.timestamp,
+    )
+
+
+async def poll(consumer: Any, *, timeout_ms: int = 100, max_records: int | None = None) -> list[Record]:
+    """One getmany(), flattened in (topic, partition, offset) order."""
+    batches: dict[Any, list[Any]] = await consumer.getmany(timeout_ms=timeout_ms, max_records=max_records)
+    records: list[Record] = []
+    for tp in sorted(batches):
+        records.extend(to_record(m) for m in batches[tp])
+    return records
+
+
+async def send(producer: Any, record: OutgoingRecord) -> Delivered:
+    """Send one record and wait for the acknowledgement."""
+    return (await send_all(producer, [record]))[0]
+
+
+async def send_all(producer: Any, records: Iterable[OutgoingRecord]) -> list[Delivered]:
+    """Queue every record, then wait for all acknowledgements (so they share batches)."""
+    futures = [
+        await producer.send(
+            r.topic,
+            value=r.value,
+            key=r.key_bytes,
+            headers=list(r.headers),
+            timestamp_ms=r.timestamp_ms,
+        )
+        for r in records
+    ]
+    metadata = await asyncio.gather(*futures)
+    return [Delivered(topic=m.topic, partition=m.partition, offset=m.offset) for m in metadata]
+
+
+async def partitions_of(consumer: Any, topics: Iterable[str]) -> list[TP]:
+    """Every partition of existing topics, without triggering auto-creation (Tansu creates any topic a
+    Metadata request names, with 4 partitions)."""
+    existing: set[str] = await consumer.topics()  # a Metadata request for all topics: creates nothing
+    missing = [t for t in topics if t not in existing]
+    if missing:
+        raise TopicLayoutError(
+            f"topics do not exist: {', '.join(sorted(missing))} (run `fleetplace topics create`)"
+        )
+    result: list[TP] = []
+    for topic in topics:
+        result.extend((topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ()))
+    return result
+
+
+async def true_end_offsets(
+    kafka: KafkaSettings | str, tps: Sequence[TP], timeout: float = 10.0
+) -> dict[TP, int]:
+    """High watermark per partition, read from a Fetch response (Tansu's ListOffsets LATEST is wrong)."""
+    if not tps:
+        return {}
+    consumer = make_consumer(kafka, fetch_max_wait_ms=50, max_partition_fetch_bytes=1)
+    await consumer.start()
+    try:
+        parts = [TopicPartition(t, p) for t, p in tps]
+        consumer.assign(parts)
+        await consumer.seek_to_end(*parts)  # lands at a valid offset <= the true end
+        t0 = time.monotonic()
+        while any(consumer.highwater(tp) is None for tp in parts):
+            if time.monotonic() - t0 > timeout:
+                raise TimeoutError("no fetch response for every partition")
+            await consumer.getmany(timeout_ms=50)
+        return {(tp.topic, tp.partition): int(consumer.highwater(tp)) for tp in parts}
+    finally:
+        await consumer.stop()
+
+
+async def caught_up(consumer: Any, tps: Iterable[TP]) -> bool:
+    """True when every partition's position has reached its high watermark.
+
+    Only meaningful right after a getmany() that returned nothing: then the high
+    watermarks come from fresh Fetch responses and nothing is buffered.
+    """
+    for topic, partition in tps:
+        tp = TopicPartition(topic, partition)
+        hw = consumer.highwater(tp)
+        if hw is None or await consumer.position(tp) < hw:
+            return False
+    return True
+
+
+async def stop_with_leave(consumer: Any, group_id: str, kafka: KafkaSettings | str) -> None:
+    """Stop a group consumer and make sure the group hears it leave.
+
+    aiokafka sends no LeaveGroup in generation 0, and Tansu numbers generations
+    from 0: without this, a successor waits the whole session timeout. Uses
+    aiokafka's private coordinator state.
+    """
+    coordinator = getattr(consumer, "_coordinator", None)
+    generation = getattr(coordinator, "generation", None)
+    member_id = getattr(coordinator, "member_id", None)
+    await consumer.stop()
+    if generation == 0 and member_id:
+        admin = make_admin(kafka)
+        await admin.start()
+        try:
+            node = await admin.find_coordinator(group_id)
+            await admin._send_request(LeaveGroupRequest(group_id, member_id), node)
+        finally:
+            await admin.close()
+
+
+def watermark_key(topic: str, partition: int) -> str:
+    return f"{topic}/{partition}"
+
+
+def parse_watermark_key(key: str) -> TP:
+    topic, sep, partition = key.rpartition("/")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"not a watermark key: {key!r}")
+    return topic, int(partition)
+
+
+class Watermark:
+    """Next offset to read per partition: the `inputs` map of a decision.
+
+    Topic names are stored without the prefix; a partition that was never read
+    is left out (absent means 0), which keeps the map compact.
+    """
+
+    __slots__ = ("_next", "_prefix")
+
+    def __init__(self, prefix: str = "") -> None:
+        self._prefix = prefix
+        self._next: dict[TP, int] = {}
+
+    def _short(self, topic: str) -> str:
+        return topic[len(self._prefix) :] if self._prefix and topic.startswith(self._prefix) else topic
+
+    def advance(self, record: Record) -> None:
+        self.set(record.topic, record.partition, record.offset + 1)
+
+    def set(self, topic: str, partition: int, next_offset: int) -> None:
+        key = (self._short(topic), partition)
+        if next_offset > self._next.get(key, 0):
+            self._next[key] = next_offset
+
+    def next_offset(self, topic: str, partition: int) -> int:
+        return self._next.get((self._short(topic), partition), 0)
+
+    def inputs(self, topics: Iterable[str] | None = None) -> dict[str, int]:
+        """`{"<topic>/<partition>": next_offset}`, sorted, limited to `topics` (full or short names) if given."""
+        wanted = None if topics is None else {self._short(t) for t in topics}
+        return {
+            watermark_key(t, p): n
+            for (t, p), n in sorted(self._next.items())
+            if wanted is None or t in wanted
+        }
+
+    def copy(self) -> Watermark:
+        clone = Watermark(self._prefix)
+        clone._next = dict(self._next)
+        return clone
+
+    @staticmethod
+    def parse(inputs: Mapping[str, int]) -> dict[TP, int]:
+        """The inverse of `inputs()`: short topic name and partition to next offset."""
+        return {parse_watermark_key(k): int(v) for k, v in inputs.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Records from one poll. An empty batch with `caught_up` marks reaching the end of every partition."""
+
+    records: tuple[Record, ...]
+    caught_up: bool
+
+
+class BroadcastReader:
+    """Reads every partition of a set of topics from the beginning (a Kafka Streams global table source).
+
+    No consumer group: partitions are assigned by hand. "Caught up" follows the
+    only test that is right on Tansu and Apache Kafka alike: after a getmany()
+    that returned nothing, position >= high watermark for every partition.
+
+        async with BroadcastReader(kafka, [topics.clusters, topics.scores]) as reader:
+            async for batch in reader:
+                apply(batch.records)
+                if batch.caught_up: ready = True
+    """
+
+    def __init__(
+        self,
+        kafka: KafkaSettings | str,
+        topics: Sequence[str],
+        *,
+        prefix: str = "",
+        max_records: int = 10_000,
+        poll_timeout_ms: int = 200,
+        **consumer_overrides: Any,
+    ) -> None:
+        self._kafka = kafka
+        self._topics = list(topics)
+        self._max_records = max_records
+        self._poll_timeout_ms = poll_timeout_ms
+        self._overrides = consumer_overrides
+        self._consumer: Any = None
+        self._tps: list[TP] = []
+        self._caught_up = False
+        self._ever_caught_up = asyncio.Event()
+        self.watermark = Watermark(prefix)
+
+    @property
+    def partitions(self) -> list[TP]:
+        return list(self._tps)
+
+    @property
+    def caught_up(self) -> bool:
+        """At the end of every partition as of the last empty poll."""
+        return self._caught_up
+
+    @property
+    def initial_load_done(self) -> bool:
+        """Caught up at least once since start: the readiness signal."""
+        return self._ever_caught_up.is_set()
+
+    async def wait_initial_load(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self._ever_caught_up.wait(), timeout)
+
+    async def start(self) -> None:
+        consumer = make_consumer(self._kafka, **self._overrides)
+        await consumer.start()
+        try:
+            self._tps = await partitions_of(consumer, self._topics)
+            parts = [TopicPartition(t, p) for t, p in self._tps]
+            consumer.assign(parts)
+            if parts:
+                await consumer.seek_to_beginning(*parts)
+        except BaseException:
+            await consumer.stop()
+            raise
+        self._consumer = consumer
+
+    async def stop(self) -> None:
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            await consumer.stop()
+
+    async def __aenter__(self) -> BroadcastReader:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def poll(self) -> Batch:
+        """One poll: a non-empty batch, or an empty one whose `caught_up` is freshly measured."""
+        if self._consumer is None:
+            raise RuntimeError("BroadcastReader is not started")
+        if not self._tps:
+            self._mark_caught_up(True)
+            await asyncio.sleep(self._poll_timeout_ms / 1000)
+            return Batch((), True)
+        records = await poll(self._consumer, timeout_ms=self._poll_timeout_ms, max_records=self._max_records)
+        if records:
+            for record in records:
+                self.watermark.advance(record)
+            self._caught_up = False
+            return Batch(tuple(records), False)
+        self._mark_caught_up(await caught_up(self._consumer, self._tps))
+        return Batch((), self._caught_up)
+
+    def _mark_caught_up(self, value: bool) -> None:
+        self._caught_up = value
+        if value:
+            self._ever_caught_up.set()
+
+    async def __aiter__(self) -> AsyncIterator[Batch]:
+        """Non-empty batches, plus one empty `caught_up` batch each time the reader reaches the end."""
+        announced = False
+        while True:
+            batch = await self.poll()
+            if batch.records:
+                announced = False
+                yield batch
+            elif batch.caught_up and not announced:
+                announced = True
+                yield batch
+
+    async def read_to_end(self, timeout: float = 30.0) -> list[Record]:
+        """Every record up to the current end (for the auditor, tools and tests)."""
+        collected: list[Record] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            batch = await self.poll()
+            collected.extend(batch.records)
+            if batch.caught_up:
+                return collected
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not caught up after {timeout} s ({len(collected)} records read)")
+
+    def lag(self) -> int:
+        """Records between the positions and the last known high watermarks (0 when unknown)."""
+        if self._consumer is None:
+            return 0
+        total = 0
+        for topic, partition in self._tps:
+            hw = self._consumer.highwater(TopicPartition(topic, partition))
+            if hw is not None:
+                total += max(0, hw - self.watermark.next_offset(topic, partition))
+        return total

@@ -1,0 +1,362 @@
+"""The topic catalogue: design.md's topic table as data, and idempotent topic creation.
+
+Keys map to partitions with Kafka's default murmur2 partitioner (aiokafka's
+`DefaultPartitioner`, the same as the Java client), so two topics with the same
+partition count put a key in the same partition number: that is what makes
+`placements` and `decisions` co-partitioned.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka.admin import NewTopic
+from aiokafka.partitioner import murmur2
+
+from shared.bus.errors import TopicLayoutError
+from shared.bus.kafka import make_admin
+from shared.settings import KafkaSettings
+
+DEFAULT_PREFIX = "fleetplace."
+# placements, decisions and placement-decisions must share this count.
+DEFAULT_WORK_PARTITIONS = 12
+
+
+class TopicKind(enum.StrEnum):
+    STATE = "state"
+    OUTPUT = "output"
+    EVENTS = "events"
+    CONTROL = "control"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """One topic of the contract, by its name without prefix."""
+
+    name: str
+    kind: TopicKind
+    key: str
+    partitions: int
+    compacted: bool
+    # Topics with the same group must have equal partition counts.
+    copartition_group: str | None = None
+    # Partitioned work topics follow `topics create --partitions N`; broadcast topics keep their count.
+    partitioned: bool = False
+    extra_config: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def config(self) -> dict[str, str]:
+        return {"cleanup.policy": "compact" if self.compacted else "delete", **self.extra_config}
+
+    @property
+    def ce_type(self) -> str:
+        """The default CloudEvents type of records on this topic."""
+        return f"io.fleetplace.{self.name}"
+
+
+def _spec(
+    name: str,
+    kind: TopicKind,
+    key: str,
+    partitions: int,
+    *,
+    compacted: bool,
+    copartition_group: str | None = None,
+    partitioned: bool = False,
+    extra_config: Mapping[str, str] | None = None,
+) -> TopicSpec:
+    return TopicSpec(
+        name=name,
+        kind=kind,
+        key=key,
+        partitions=partitions,
+        compacted=compacted,
+        copartition_group=copartition_group,
+        partitioned=partitioned,
+        extra_config=dict(extra_config or {}),
+    )
+
+
+CLUSTERS = "clusters"
+TAINTS = "taints"
+SCORES = "scores"
+CLUSTERSETS = "clustersets"
+CLUSTERSETBINDINGS = "clustersetbindings"
+PLACEMENTS = "placements"
+DECISIONS = "decisions"
+PLACEMENT_DECISIONS = "placement-decisions"
+QUEUE_CONFIGS = "queue-configs"
+APPLICATIONS = "applications"
+APP_PLACEMENTS = "app-placements"
+DEADLETTER = "deadletter"
+CLOCK = "clock"
+
+_W = DEFAULT_WORK_PARTITIONS
+# Broadcast state topics are read whole by every worker, so a few partitions are plenty.
+CATALOGUE: tuple[TopicSpec, ...] = (
+    _spec(CLUSTERS, TopicKind.STATE, "cluster name", 3, compacted=True),
+    _spec(TAINTS, TopicKind.STATE, "cluster name", 3, compacted=True),
+    _spec(SCORES, TopicKind.STATE, "<cluster namespace>/<name>", 6, compacted=True),
+    _spec(CLUSTERSETS, TopicKind.STATE, "set name", 1, compacted=True),
+    _spec(CLUSTERSETBINDINGS, TopicKind.STATE, "<namespace>/<set name>", 1, compacted=True),
+    _spec(
+        PLACEMENTS,
+        TopicKind.STATE,
+        "<namespace>/<name>",
+        _W,
+        compacted=True,
+        copartition_group="placement",
+        partitioned=True,
+    ),
+    # The audit history: never compacted, kept until an operator decides otherwise.
+    _spec(
+        DECISIONS,
+        TopicKind.OUTPUT,
+        "<namespace>/<name>",
+        _W,
+        compacted=False,
+        copartition_group="placement",
+        partitioned=True,
+        extra_config={"retention.ms": "-1"},
+    ),
+    _spec(
+        PLACEMENT_DECISIONS,
+        TopicKind.OUTPUT,
+        "<namespace>/<name>",
+        _W,
+        compacted=True,
+        copartition_group="placement",
+        partitioned=True,
+    ),
+    _spec(QUEUE_CONFIGS, TopicKind.STATE, "partition name", 1, compacted=True),
+    _spec(APPLICATIONS, TopicKind.EVENTS, "application ID", _W, compacted=False, partitioned=True),
+    _spec(APP_PLACEMENTS, TopicKind.OUTPUT, "application ID", _W, compacted=False, partitioned=True),
+    _spec(DEADLETTER, TopicKind.OUTPUT, "original key", 3, compacted=False),
+    _spec(CLOCK, TopicKind.CONTROL, "worker group", 1, compacted=False),
+)
+
+_BY_NAME: dict[str, TopicSpec] = {spec.name: spec for spec in CATALOGUE}
+
+
+def spec(name: str) -> TopicSpec:
+    """The catalogue entry for an unprefixed topic name."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown topic {name!r}; known: {', '.join(_BY_NAME)}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    """Topic names with a prefix: `Topics("t1.").name("clusters") == "t1.clusters"`."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def name(self, topic: str) -> str:
+        spec(topic)
+        return self.prefix + topic
+
+    def unprefixed(self, full_name: str) -> str:
+        """The catalogue name of a full topic name (unchanged if it does not carry the prefix)."""
+        return full_name[len(self.prefix) :] if full_name.startswith(self.prefix) else full_name
+
+    def names(self, topics: Iterable[str] | None = None) -> list[str]:
+        return [self.name(t) for t in (topics if topics is not None else _BY_NAME)]
+
+    @property
+    def clusters(self) -> str:
+        return self.prefix + CLUSTERS
+
+    @property
+    def taints(self) -> str:
+        return self.prefix + TAINTS
+
+    @property
+    def scores(self) -> str:
+        return self.prefix + SCORES
+
+    @property
+    def clustersets(self) -> str:
+        return self.prefix + CLUSTERSETS
+
+    @property
+    def clustersetbindings(self) -> str:
+        return self.prefix + CLUSTERSETBINDINGS
+
+    @property
+    def placements(self) -> str:
+        return self.prefix + PLACEMENTS
+
+    @property
+    def decisions(self) -> str:
+        return self.prefix + DECISIONS
+
+    @property
+    def placement_decisions(self) -> str:
+        return self.prefix + PLACEMENT_DECISIONS
+
+    @property
+    def queue_configs(self) -> str:
+        return self.prefix + QUEUE_CONFIGS
+
+    @property
+    def applications(self) -> str:
+        return self.prefix + APPLICATIONS
+
+    @property
+    def app_placements(self) -> str:
+        return self.prefix + APP_PLACEMENTS
+
+    @property
+    def deadletter(self) -> str:
+        return self.prefix + DEADLETTER
+
+    @property
+    def clock(self) -> str:
+        return self.prefix + CLOCK
+
+
+def planned_partitions(work_partitions: int | None = None) -> dict[str, int]:
+    """Partition count per catalogue topic; `work_partitions` overrides the partitioned work topics."""
+    if work_partitions is not None and work_partitions < 1:
+        raise ValueError("partitions must be >= 1")
+    return {
+        s.name: (work_partitions if (work_partitions is not None and s.partitioned) else s.partitions)
+        for s in CATALOGUE
+    }
+
+
+def check_copartitioning(partitions: Mapping[str, int]) -> None:
+    """TopicLayoutError if topics of one co-partition group (by catalogue name) differ in partition count."""
+    groups: dict[str, dict[str, int]] = {}
+    for s in CATALOGUE:
+        if s.copartition_group and s.name in partitions:
+            groups.setdefault(s.copartition_group, {})[s.name] = partitions[s.name]
+    for group, counts in groups.items():
+        if len(set(counts.values())) > 1:
+            detail = ", ".join(f"{name}={n}" for name, n in sorted(counts.items()))
+            raise TopicLayoutError(
+                f"co-partitioned topics ({group}) must have equal partition counts: {detail}"
+            )
+
+
+def partition_for_key(key: str | bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner (murmur2, as in the Java client) picks for `key`."""
+    raw = key.encode("utf-8") if isinstance(key, str) else key
+    return int(murmur2(raw) & 0x7FFFFFFF) % partitions
+
+
+class TopicState(enum.StrEnum):
+    CREATED = "created"
+    EXISTS = "exists"
+    MISSING = "missing"
+    # Exists with another partition count than planned: co-partitioning may be broken.
+    MISMATCH = "mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStatus:
+    """One catalogue topic as found on (or created on) the broker."""
+
+    spec: TopicSpec
+    topic: str
+    state: TopicState
+    partitions: int | None
+    planned_partitions: int
+
+
+_TOPIC_ALREADY_EXISTS = 36
+
+
+async def _existing_partitions(admin: Any) -> dict[str, int]:
+    # describe_topics(None) asks for all topics: naming a missing topic in a Metadata request would
+    # make Tansu auto-create it with 4 partitions.
+    described: list[dict[str, Any]] = await admin.describe_topics(None)
+    return {d["topic"]: len(d["partitions"]) for d in described if d.get("error_code", 0) == 0}
+
+
+async def describe_catalogue(
+    kafka: KafkaSettings | str, topics: Topics, *, work_partitions: int | None = None
+) -> list[TopicStatus]:
+    """The catalogue topics as they are on the broker. Creates nothing."""
+    admin = make_admin(kafka)
+    await admin.start()
+    try:
+        existing = await _existing_partitions(admin)
+    finally:
+        await admin.close()
+    return _statuses(topics, existing, planned_partitions(work_partitions), created=set())
+
+
+def _statuses(
+    topics: Topics, existing: Mapping[str, int], planned: Mapping[str, int], created: set[str]
+) -> list[TopicStatus]:
+    result: list[TopicStatus] = []
+    for s in CATALOGUE:
+        full = topics.name(s.name)
+        actual = existing.get(full)
+        if actual is None:
+            state = TopicState.MISSING
+        elif actual != planned[s.name]:
+            state = TopicState.MISMATCH
+        else:
+            state = TopicState.CREATED if full in created else TopicState.EXISTS
+        result.append(TopicStatus(s, full, state, actual, planned[s.name]))
+    return result
+
+
+async def ensure_topics(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    *,
+    work_partitions: int | None = None,
+    replication_factor: int = 1,
+    only: Iterable[str] | None = None,
+) -> list[TopicStatus]:
+    """Create the catalogue topics that do not exist yet (idempotent).
+
+    Existing topics are left as they are (partition counts cannot shrink and
+    Tansu cannot add partitions); a topic whose count differs from the plan is
+    reported as MISMATCH. Raises TopicLayoutError when co-partitioned topics end
+    up with different counts, because then a placement's decisions would land in a
+    partition another worker owns.
+    """
+    planned = planned_partitions(work_partitions)
+    wanted = [spec(name) for name in only] if only is not None else list(CATALOGUE)
+    admin = make_admin(kafka)
+    await admin.start()
+    try:
+        existing = await _existing_partitions(admin)
+        to_create = [s for s in wanted if topics.name(s.name) not in existing]
+        created: set[str] = set()
+        if to_create:
+            response = await admin.create_topics(
+                [
+                    NewTopic(
+                        topics.name(s.name),
+                        planned[s.name],
+                        replication_factor,
+                        topic_configs=s.config,
+                    )
+                    for s in to_create
+                ]
+            )
+            errors = []
+            for topic, code, message, *_ in response.topic_errors:
+                if code == 0:
+                    created.add(topic)
+                elif code != _TOPIC_ALREADY_EXISTS:  # created concurrently by someone else: fine
+                    errors.append(f"{topic}: error {code} {message or ''}".rstrip())
+            if errors:
+                raise TopicLayoutError("could not create topics: " + "; ".join(errors))
+            existing = await _existing_partitions(admin)
+    finally:
+        await admin.close()
+    statuses = _statuses(topics, existing, planned, created)
+    wanted_names = {s.name for s in wanted}
+    statuses = [st for st in statuses if st.spec.name in wanted_names]
+    check_copartitioning({st.spec.name: st.partitions for st in statuses if st.partitions is not None})
+    return statuses
