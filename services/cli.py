@@ -25,6 +25,9 @@ def _register() -> None:
     from services.commands import simulate
 
     simulate.register(app)
+    from services.commands import bus as bus_commands  # publish, topics, broker
+
+    bus_commands.register(app)
 
 
 _register()

@@ -11,6 +11,10 @@ class BusConfigError(BusError):
     """The Kafka client settings are incomplete or contradictory."""
 
 
+class BusConnectionError(BusError):
+    """The brokers could not be reached (wrong address, broker down, TLS/SASL failure)."""
+
+
 class DecodeError(BusError):
     """A record could not be decoded; `reason` says why, in words fit for a dead-letter record."""
 

@@ -10,6 +10,7 @@ The same settings are fine on Apache Kafka.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -18,10 +19,11 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
 from aiokafka.helpers import create_ssl_context
 from aiokafka.protocol.group import LeaveGroupRequest
 
-from shared.bus.errors import BusConfigError, TopicLayoutError
+from shared.bus.errors import BusConfigError, BusConnectionError, TopicLayoutError
 from shared.bus.records import Delivered, OutgoingRecord, Record, decode_key_lossless
 from shared.settings import KafkaSettings
 
@@ -93,6 +95,19 @@ def make_admin(kafka: KafkaSettings | str, **overrides: Any) -> Any:
     return AIOKafkaAdminClient(**{**client_options(kafka), **overrides})
 
 
+async def start_client(client: Any) -> None:
+    """Start a producer, consumer or admin client; BusConnectionError if the brokers cannot be reached."""
+    try:
+        await client.start()
+    except KafkaError as exc:
+        # A consumer or producer may hold open connections after a failed start.
+        close = getattr(client, "stop", None) or getattr(client, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+        raise BusConnectionError(f"cannot reach Kafka: {exc}") from exc
+
+
 def to_record(message: Any) -> Record:
     """aiokafka's ConsumerRecord (raw bytes, no deserializers) as a typed Record."""
     return Record(
@@ -158,7 +173,7 @@ async def true_end_offsets(
     if not tps:
         return {}
     consumer = make_consumer(kafka, fetch_max_wait_ms=50, max_partition_fetch_bytes=1)
-    await consumer.start()
+    await start_client(consumer)
     try:
         parts = [TopicPartition(t, p) for t, p in tps]
         consumer.assign(parts)
@@ -200,7 +215,7 @@ async def stop_with_leave(consumer: Any, group_id: str, kafka: KafkaSettings | s
     await consumer.stop()
     if generation == 0 and member_id:
         admin = make_admin(kafka)
-        await admin.start()
+        await start_client(admin)
         try:
             node = await admin.find_coordinator(group_id)
             await admin._send_request(LeaveGroupRequest(group_id, member_id), node)
@@ -327,7 +342,7 @@ class BroadcastReader:
 
     async def start(self) -> None:
         consumer = make_consumer(self._kafka, **self._overrides)
-        await consumer.start()
+        await start_client(consumer)
         try:
             self._tps = await partitions_of(consumer, self._topics)
             parts = [TopicPartition(t, p) for t, p in self._tps]

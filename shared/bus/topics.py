@@ -17,7 +17,7 @@ from aiokafka.admin import NewTopic
 from aiokafka.partitioner import murmur2
 
 from shared.bus.errors import TopicLayoutError
-from shared.bus.kafka import make_admin
+from shared.bus.kafka import make_admin, start_client
 from shared.settings import KafkaSettings
 
 DEFAULT_PREFIX = "fleetplace."
@@ -283,7 +283,7 @@ async def describe_catalogue(
 ) -> list[TopicStatus]:
     """The catalogue topics as they are on the broker. Creates nothing."""
     admin = make_admin(kafka)
-    await admin.start()
+    await start_client(admin)
     try:
         existing = await _existing_partitions(admin)
     finally:
@@ -327,7 +327,7 @@ async def ensure_topics(
     planned = planned_partitions(work_partitions)
     wanted = [spec(name) for name in only] if only is not None else list(CATALOGUE)
     admin = make_admin(kafka)
-    await admin.start()
+    await start_client(admin)
     try:
         existing = await _existing_partitions(admin)
         to_create = [s for s in wanted if topics.name(s.name) not in existing]
