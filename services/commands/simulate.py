@@ -18,8 +18,9 @@ import typer
 from pydantic import TypeAdapter, ValidationError
 
 from shared.api.objects import ObjectError, documents_of, parse_object
-from shared.api.ocm import OcmObject, Placement
-from shared.placement import Fleet, ScheduleResult, apply_object, schedule
+from shared.api.ocm import OcmObject, Placement, PlacementDecision
+from shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
+from shared.placement.engine import delete_object
 from shared.placement.explain import explain
 
 _TIME = TypeAdapter(datetime)
@@ -163,6 +164,72 @@ def run_scenario(sc: Scenario, only: str | None, default_now: datetime) -> list[
     return out
 
 
+def _delete_ref(item: Any, where: str) -> tuple[str, str, str]:
+    if (
+        not isinstance(item, Mapping)
+        or not isinstance(item.get("kind"), str)
+        or not isinstance(item.get("name"), str)
+    ):
+        raise InputError(f"{where}: expected {{kind, namespace, name}}, got {item!r}")
+    ns = item.get("namespace") or ""
+    if not isinstance(ns, str):
+        raise InputError(f"{where}.namespace: expected a string")
+    return item["kind"], ns, item["name"]
+
+
+def run_sequence(seq: Any, where: str) -> Iterator[dict[str, Any]]:
+    """The worker's stepwise semantics without a bus (issue: simulate --sequence).
+
+    After each step (deletes, then upserts, then the clock moves) every existing placement is
+    evaluated once, in `order`, each seeing the decisions committed before it.
+    """
+    if not isinstance(seq, Mapping):
+        raise InputError(f"{where}: expected an object")
+    name = seq.get("name")
+    order = seq.get("order") or []
+    if not isinstance(order, list) or not all(isinstance(k, str) for k in order):
+        raise InputError(f"{where}.order: expected a list of 'namespace/name' strings")
+    initial = seq.get("initial")
+    if not isinstance(initial, Mapping):
+        raise InputError(f"{where}.initial: expected {{now, objects}}")
+    steps = seq.get("steps")
+    if not isinstance(steps, list):
+        raise InputError(f"{where}.steps: expected a list")
+    engine = PlacementEngine()
+    now = parse_time(initial.get("now"), where, "initial.now")
+    objs = initial.get("objects") or []
+    if not isinstance(objs, list):
+        raise InputError(f"{where}.initial.objects: expected a list")
+    for obj, raw in _objects([(f"{where}.initial.objects[{i}]", o) for i, o in enumerate(objs)]):
+        apply_object(engine.fleet, obj, raw)
+    # validate every step before producing output, so a bad step fails the whole sequence cleanly
+    parsed: list[tuple[datetime, list[tuple[str, str, str]], list[tuple[OcmObject, Mapping[str, Any]]]]] = []
+    for i, step in enumerate(steps):
+        at = f"{where}.steps[{i}]"
+        if not isinstance(step, Mapping):
+            raise InputError(f"{at}: expected an object")
+        t = parse_time(step["now"], at, "now") if step.get("now") is not None else None
+        deletes = [_delete_ref(d, f"{at}.delete[{j}]") for j, d in enumerate(step.get("delete") or [])]
+        upserts = _objects([(f"{at}.upsert[{j}]", o) for j, o in enumerate(step.get("upsert") or [])])
+        parsed.append((t or now, deletes, upserts))
+        now = t or now
+    for i, (t, deletes, upserts) in enumerate(parsed):
+        for kind, ns, obj_name in deletes:
+            delete_object(engine.fleet, kind, ns, obj_name)
+        for obj, raw in upserts:
+            if isinstance(obj, PlacementDecision):
+                continue  # PlacementDecisions are inputs only in `initial`
+            apply_object(engine.fleet, obj, raw)
+        keys = [k for k in order if k in engine.fleet.placements]
+        keys += sorted(k for k in engine.fleet.placements if k not in set(order))
+        for key in keys:
+            placement = engine.fleet.placements[key]
+            result = schedule(placement, engine.fleet, t)
+            line = {"name": name, "step": i} | result_json(result, name, placement, engine.fleet, t)
+            engine.commit(result)
+            yield line
+
+
 def _table(line: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -188,19 +255,54 @@ def _table(line: dict[str, Any]) -> None:
     console.print(table)
 
 
+def _sequences(path: Path, output: str) -> None:
+    where = str(path)
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as e:
+        typer.echo(f"error: {where}: {e}", err=True)
+        raise typer.Exit(2) from None
+    if isinstance(data, Mapping):
+        data = [data]
+    if not isinstance(data, list):
+        typer.echo(f"error: {where}: expected a JSON array of sequences", err=True)
+        raise typer.Exit(2)
+    failed = False
+    for i, seq in enumerate(data):
+        label = f"{where}[{i}]"
+        try:
+            lines = list(run_sequence(seq, label))
+        except InputError as e:
+            failed = True
+            typer.echo(f"error: {e}", err=True)
+            name = seq.get("name") if isinstance(seq, Mapping) else None
+            lines = [{"name": name, "error": str(e)}]
+        for line in lines:
+            if output == "json":
+                sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
+            else:
+                _table(line)
+    sys.stdout.flush()
+    if failed:
+        raise typer.Exit(2)
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def simulate(
         paths: Annotated[
-            list[str],
+            list[str] | None,
             typer.Argument(help="Scenario or object files (YAML/JSON), directories, or - for stdin."),
-        ],
+        ] = None,
         placement: Annotated[str | None, typer.Option("--placement", help="Evaluate only NS/NAME.")] = None,
         now: Annotated[
             str | None,
             typer.Option("--now", help="RFC 3339 time of evaluation (default: the scenario's, else now)."),
         ] = None,
         output: Annotated[str, typer.Option("--output", "-o", help="json (JSON Lines) or table.")] = "json",
+        sequence: Annotated[
+            Path | None, typer.Option("--sequence", help="JSON array of step sequences to run offline.")
+        ] = None,
     ) -> None:
         """Evaluate placements offline and explain every decision (OCM's debugger as a command)."""
         if output not in ("json", "table"):
@@ -216,6 +318,12 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         failed = False
         write = sys.stdout.buffer.write
+        if sequence is not None:
+            _sequences(sequence, output)
+            return
+        if not paths:
+            typer.echo("error: give at least one PATH (or --sequence FILE)", err=True)
+            raise typer.Exit(2)
         try:
             sources = list(_paths(paths))
         except InputError as e:

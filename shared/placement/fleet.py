@@ -111,6 +111,8 @@ class DecisionStore:
         self._hist: Counter[int] = Counter()  # count -> number of names with that count
         self._by_owner: dict[tuple[str, str], set[str]] = {}
         self.version = 0
+        self._top = 0
+        self._top_version = -1
 
     def _bump(self, name: str, delta: int) -> None:
         old = self.total[name]
@@ -166,6 +168,12 @@ class DecisionStore:
 
     def max_count_excluding(self, own: Mapping[str, int]) -> int:
         """spec §5.2: the highest count over all counted names, this placement's PDs excluded."""
+        if not self._hist:
+            return 0
+        top = max(self._hist) if self._top_version != self.version else self._top
+        self._top, self._top_version = top, self.version
+        if not own:
+            return top
         best = 0
         for name, k in own.items():
             best = max(best, self.total.get(name, 0) - k)
@@ -198,6 +206,7 @@ class _ScoreColumn:
     values: IntArray
     present: BoolArray
     valid_until: FloatArray
+    expires: bool  # any score object of this column carries a validUntil
 
 
 @dataclass
@@ -232,9 +241,11 @@ class Fleet:
     memory_has: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     decision_count: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _rank: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    names: npt.NDArray[np.object_] = field(default_factory=lambda: np.zeros(0, dtype=np.object_))
     _score_columns: dict[tuple[str, str], _ScoreColumn] = field(default_factory=dict)
     _candidates: dict[tuple[str, ...], tuple[int, IntArray]] = field(default_factory=dict)
     _decision_count_version: int = -1
+    _names_shared: bool = False
     cache: dict[Any, Any] = field(default_factory=dict)  # plugin-owned caches keyed by plugin
 
     # ---- slots ----------------------------------------------------------------------------
@@ -255,6 +266,7 @@ class Fleet:
         self.memory_has = grow(self.memory_has, False)
         self.decision_count = grow(self.decision_count, 0)
         self._rank = grow(self._rank, 0)
+        self.names = grow(self.names, None)
         self._names.extend([None] * (new - self._capacity))
         self._free.extend(range(new - 1, self._capacity - 1, -1))
         self._capacity = new
@@ -262,6 +274,18 @@ class Fleet:
         self.cache.clear()
         for s in self.sets.values():
             s.mask = None
+
+    def _own_names(self) -> npt.NDArray[np.object_]:
+        # copy-on-write: results keep a reference to `names` instead of copying it per run
+        if self._names_shared:
+            self.names = self.names.copy()
+            self._names_shared = False
+        return self.names
+
+    def names_snapshot(self) -> npt.NDArray[np.object_]:
+        """slot -> cluster name, frozen for as long as the caller holds it."""
+        self._names_shared = True
+        return self.names
 
     @property
     def capacity(self) -> int:
@@ -315,6 +339,7 @@ class Fleet:
             slot = self._free.pop()
             self._slot[name] = slot
             self._names[slot] = name
+            self._own_names()[slot] = name
             self._names_version += 1
             self.alive[slot] = True
             self.decision_count[slot] = self.decisions.total.get(name, 0)
@@ -333,6 +358,7 @@ class Fleet:
         if slot is None:
             return
         self._names[slot] = None
+        self._own_names()[slot] = None
         self._names_version += 1
         self.alive[slot] = False
         self.tainted[slot] = False
@@ -467,7 +493,9 @@ class Fleet:
                 if item.name == score_name:
                     value = item.value
             values[slot] = value
-        col = _ScoreColumn(self.score_version, values, present, valid_until)
+        col = _ScoreColumn(
+            self.score_version, values, present, valid_until, bool(np.isfinite(valid_until).any())
+        )
         self._score_columns[key] = col
         return col
 

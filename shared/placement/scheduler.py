@@ -38,8 +38,8 @@ class ScheduleResult:
     status: Status
     eligible_sets: tuple[str, ...]
     bindings: int
-    available: tuple[str, ...]
-    filtered: tuple[tuple[str, tuple[str, ...]], ...]  # (filter pipeline name, survivors)
+    _available: Any  # slots of the available clusters (names materialised on demand: runs stay cheap)
+    _filtered: tuple[tuple[str, Any], ...]  # (filter pipeline name, slots of the survivors)
     selected: tuple[str, ...]  # rank order
     groups: tuple[DecisionGroupResult, ...]
     pages: tuple[Page, ...]
@@ -47,10 +47,35 @@ class ScheduleResult:
     unscheduled: int
     conditions: tuple[Condition, ...]
     skipped: str | None = None  # the run did nothing (disabled, deleting, a broken set)
-    _post: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _totals: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
-    _names: tuple[str, ...] = field(default=(), repr=False)
+    _slot_names: Any = field(default=None, repr=False)  # the fleet's slot -> name snapshot
+    _post: Any = field(default=None, repr=False)  # post-filter slots, unordered
+    _keys: Any = field(default=None, repr=False)  # their rank keys
     _prioritizers: tuple[tuple[str, int, Any, Any], ...] = field(default=(), repr=False)
+
+    @cached_property
+    def available(self) -> tuple[str, ...]:
+        """Clusters of the eligible sets, terminating ones excluded (spec §3.3)."""
+        return tuple(self._slot_names[self._available].tolist()) if self._available is not None else ()
+
+    @cached_property
+    def filtered(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(filter pipeline name, survivors): the debugger's filteredPipelineResults, the last in rank order."""
+        out = [(name, tuple(self._slot_names[arr].tolist())) for name, arr in self._filtered]
+        if out and not self.status.aborts:
+            out[-1] = (out[-1][0], self.ranked)
+        return tuple(out)
+
+    @cached_property
+    def ranked(self) -> tuple[str, ...]:
+        """Post-filter clusters by total descending, then name."""
+        if self._post is None or self._keys is None:
+            return ()
+        return tuple(self._slot_names[self._post[np.argsort(self._keys)]].tolist())
+
+    @cached_property
+    def _names(self) -> tuple[str, ...]:
+        return tuple(self._slot_names[self._post].tolist()) if self._post is not None else ()
 
     @property
     def decisions(self) -> tuple[str, ...]:
@@ -97,10 +122,35 @@ def _eligible(placement: Placement, fleet: Fleet) -> tuple[int, tuple[str, ...]]
     return len(bound), tuple(sorted(eligible))
 
 
-def _rank(fleet: Fleet, slots: IntArray, totals: IntArray) -> IntArray:
-    """Indices into `slots` by total descending, then cluster name ascending (spec §5.6)."""
-    ranks = fleet.rank[slots]
-    return np.lexsort((ranks, -totals)).astype(np.int64)
+def _rank_keys(fleet: Fleet, slots: IntArray, totals: IntArray) -> IntArray:
+    """Ascending keys for total descending, then cluster name ascending (spec §5.6)."""
+    return fleet.rank[slots] - totals * (1 << 32)
+
+
+def _top(keys: IntArray, n: int | None) -> IntArray:
+    """Indices of the best `n` keys in rank order, without sorting everything."""
+    if n is None or n >= len(keys):
+        return np.argsort(keys).astype(np.int64)
+    if n <= 0:
+        return np.zeros(0, dtype=np.int64)
+    part = np.argpartition(keys, n - 1)[:n]
+    return part[np.argsort(keys[part])].astype(np.int64)
+
+
+def _weights(placement: Placement, fleet: Fleet) -> list[Weighted]:
+    """Resolved once per Placement object (the prioritizers are stateless)."""
+    key = ("weights", placement.key)
+    hit = fleet.cache.get(key)
+    if hit is not None and hit[0] is placement:
+        weighted: list[Weighted] = hit[1]
+        return weighted
+    try:
+        weighted = resolve(placement.spec.prioritizer_policy)
+    except WeightError:
+        fleet.cache.pop(key, None)
+        raise
+    fleet.cache[key] = (placement, weighted)
+    return weighted
 
 
 def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any = None) -> ScheduleResult:
@@ -110,7 +160,7 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
     empty = np.zeros(0, dtype=np.int64)
 
     def skipped(why: str) -> ScheduleResult:
-        return ScheduleResult(key, now, SUCCESS, (), 0, (), (), (), (), (), None, 0, (), skipped=why)
+        return ScheduleResult(key, now, SUCCESS, (), 0, None, (), (), (), (), None, 0, (), skipped=why)
 
     # spec §9.2: deleting or disabled placements are left alone
     if meta.deletion_timestamp is not None:
@@ -127,7 +177,7 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
     ctx = ScheduleContext(placement, fleet, now, own, options)
 
     status = SUCCESS
-    filtered: list[tuple[str, tuple[str, ...]]] = []
+    filtered: list[tuple[str, Any]] = []
     pipeline: list[str] = []
     for f in FILTERS:
         result = f.filter(ctx, slots)
@@ -137,15 +187,14 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
             break
         slots = result.slots
         pipeline.append(f.name)
-        filtered.append((",".join(pipeline), ()))  # names filled below (in rank order for the last)
-        filtered[-1] = (filtered[-1][0], tuple(fleet.name_of(int(s)) for s in slots.tolist()))
+        filtered.append((",".join(pipeline), slots))
         if result.status.code is Code.WARNING:
             status = result.status
 
     weighted: list[Weighted] = []
     if not status.aborts:
         try:
-            weighted = resolve(placement.spec.prioritizer_policy)
+            weighted = _weights(placement, fleet)
         except WeightError as e:
             status = e.status
             slots = empty
@@ -164,13 +213,8 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
             totals = totals + w.weight * r.scores
             prioritizer_rows.append((w.prioritizer.name, w.weight, r.scores, r.has_entry))
 
-    order = _rank(fleet, slots, totals)
-    slots, totals = slots[order], totals[order]
-    prioritizer_rows = [(n, w, s[order], None if h is None else h[order]) for n, w, s, h in prioritizer_rows]
-    names = tuple(fleet.name_of(s) for s in slots.tolist())
-    if filtered and not status.aborts:
-        filtered[-1] = (filtered[-1][0], names)
-
+    keys = _rank_keys(fleet, slots, totals)
+    slot_names = fleet.names_snapshot()
     n = placement.spec.number_of_clusters
     if n is not None and n < 0 and not status.aborts:
         # Go panics on a negative bound; we report it instead (docs/compatibility.md)
@@ -182,7 +226,7 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
         if status.code is Code.MISCONFIGURED:
             unscheduled = max(n, 0) if n is not None else 0
     else:
-        selected = names if n is None else names[: max(n, 0)]
+        selected = tuple(slot_names[slots[_top(keys, n)]].tolist())
         unscheduled = (n - len(selected)) if n is not None else 0
         requeue = requeue_time(fleet.clusters, own, placement.spec.tolerations, now)
 
@@ -211,16 +255,17 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
         status=final,
         eligible_sets=eligible,
         bindings=bindings,
-        available=tuple(fleet.name_of(int(s)) for s in available.tolist()),
-        filtered=tuple(filtered),
+        _available=available,
+        _filtered=tuple(filtered),
         selected=selected,
         groups=tuple(groups),
         pages=tuple(pages),
         requeue_at=requeue,
         unscheduled=unscheduled,
         conditions=conditions,
-        _post=slots,
         _totals=totals,
-        _names=names,
+        _slot_names=slot_names,
+        _post=slots,
+        _keys=keys,
         _prioritizers=tuple(prioritizer_rows),
     )

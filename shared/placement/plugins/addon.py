@@ -15,6 +15,8 @@ class AddOnScore:
 
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
         col = ctx.fleet.score_column(self.resource, self.score_name)
+        if not col.expires:
+            return ScoreResult(col.values[slots])
         expired = col.present[slots] & (ctx.now_ts > col.valid_until[slots])  # strictly after
         scores = np.where(expired, 0, col.values[slots]).astype(np.int64)
         if not expired.any():

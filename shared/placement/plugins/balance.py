@@ -16,12 +16,15 @@ class Balance:
         max_count = fleet.decisions.max_count_excluding(ctx.own)
         if max_count == 0:  # nobody else decided anything: every cluster "never counted"
             return ScoreResult(np.full(len(slots), 100, dtype=np.int64))
-        n = counts[slots].copy()
-        for name, k in ctx.own.items():
-            slot = fleet.slot_of(name)
-            if slot is not None:
-                n[slots == slot] -= k
-        usage = n.astype(np.float64) / float(max_count)
+        n = counts[slots]
+        if ctx.own:
+            n = n.copy()
+            for name, k in ctx.own.items():
+                slot = fleet.slot_of(name)
+                if slot is not None:
+                    n[slots == slot] -= k
+        usage = n / float(max_count)
         # Go: 2 * int64(100 * (0.5 - usage)), truncation toward zero in doubles
         scores = 2 * (100.0 * (0.5 - usage)).astype(np.int64)
-        return ScoreResult(np.where(n == 0, 100, scores).astype(np.int64))
+        scores[n == 0] = 100  # never counted
+        return ScoreResult(scores)

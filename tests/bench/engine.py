@@ -1,0 +1,82 @@
+"""`make bench-engine`: OCM's benchmark scenario through the engine, one JSON line per run.
+
+Runs: 1,000 and 10,000 placements scheduled one after another over 1,000 clusters (Balance sees
+the decisions made so far), and one schedule over 1,000 / 5,000 / 20,000 clusters (median).
+"""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+
+import orjson
+
+from shared.api.objects import parse_object
+from shared.placement import PlacementEngine, apply_object, schedule
+from tests.bench.scenario import fleet_objects, placement
+
+NOW = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
+
+
+def _engine(clusters: int) -> PlacementEngine:
+    engine = PlacementEngine()
+    for raw in fleet_objects(clusters):
+        apply_object(engine.fleet, parse_object(raw), raw)
+    return engine
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def emit(line: dict[str, object]) -> None:
+    sys.stdout.write(orjson.dumps(line).decode() + "\n")
+    sys.stdout.flush()
+
+
+def run_placements(n: int, clusters: int = 1000) -> None:
+    engine = _engine(clusters)
+    placements = [parse_object(placement("bench", i)) for i in range(n)]
+    for p in placements:
+        apply_object(engine.fleet, p)
+    t0 = time.perf_counter()
+    for p in placements:
+        result = engine.evaluate(p.key, NOW)  # type: ignore[union-attr]
+        assert result is not None and len(result.decisions) == 10
+        engine.commit(result)
+    elapsed = time.perf_counter() - t0
+    emit(
+        {
+            "bench": "engine",
+            "run": f"placements-{n}x{clusters}",
+            "placements_per_second": round(n / elapsed, 1),
+            "peak_rss_mb": round(_peak_rss_mb(), 1),
+        }
+    )
+
+
+def run_single(clusters: int, repeats: int = 15) -> None:
+    engine = _engine(clusters)
+    p = parse_object(placement("bench", 0))
+    apply_object(engine.fleet, p)
+    schedule(p, engine.fleet, NOW)  # type: ignore[arg-type]  # warm caches, as a running worker has them
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        schedule(p, engine.fleet, NOW)  # type: ignore[arg-type]
+        times.append((time.perf_counter() - t0) * 1000)
+    emit({"bench": "engine", "run": f"single-{clusters}", "ms": round(statistics.median(times), 3)})
+
+
+def main() -> None:
+    run_placements(1000)
+    run_placements(10000)
+    for n in (1000, 5000, 20000):
+        run_single(n)
+
+
+if __name__ == "__main__":
+    main()
