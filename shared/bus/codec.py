@@ -121,7 +121,7 @@ def decode_json(
         value: JSONValue = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         # orjson's own limit is 1024 levels; report it like ours.
-        if "recursion" in str(exc).lower():
+        if "depth limit" in str(exc) or "recursion" in str(exc).lower():
             raise NestingTooDeepError(f"JSON nests deeper than {limits.max_depth} levels") from None
         raise MalformedJSONError(f"value is not valid JSON: {exc}") from None
     _check_depth(value, limits.max_depth)

@@ -31,10 +31,11 @@ H_CONTENT_TYPE = "content-type"
 
 
 def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC with a `Z`, millisecond precision."""
+    """RFC 3339 in UTC with a `Z`; milliseconds, or microseconds when they are not whole milliseconds."""
     if moment.tzinfo is None:
         raise ValueError("ce_time needs a timezone-aware datetime")
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    spec = "microseconds" if moment.microsecond % 1000 else "milliseconds"
+    return moment.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 def parse_time(text: str) -> datetime:

@@ -1,0 +1,89 @@
+"""CloudEvents binary-mode headers and dead-letter records."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+
+from shared.bus.envelope import DeadLetter, Envelope, dead_letter, new_envelope
+from shared.bus.errors import EnvelopeError
+from shared.bus.records import Record, decode_key_lossless
+
+AT = datetime(2026, 11, 22, 5, 0, 0, 123000, tzinfo=UTC)
+
+
+def test_headers_carry_cloudevents_binary_mode_attributes() -> None:
+    envelope = new_envelope("io.fleetplace.decisions", "/fleetplace/scheduler", time=AT, resource_version=7)
+    headers = dict(envelope.to_headers())
+    assert headers["ce_specversion"] == b"1.0"
+    assert headers["ce_type"] == b"io.fleetplace.decisions"
+    assert headers["ce_source"] == b"/fleetplace/scheduler"
+    assert headers["ce_time"] == b"2026-11-22T05:00:00.123Z"
+    assert headers["content-type"] == b"application/json"
+    assert headers["ce_schemaversion"] == b"1"
+    assert headers["ce_resourceversion"] == b"7"
+    assert len(headers["ce_id"]) == 36
+
+
+def test_headers_round_trip() -> None:
+    envelope = new_envelope("t", "/s", time=AT, schema_version="2")
+    assert Envelope.from_headers(envelope.to_headers()) == envelope
+
+
+def test_resource_version_is_optional() -> None:
+    assert "ce_resourceversion" not in dict(new_envelope("t", "/s").to_headers())
+
+
+@pytest.mark.parametrize("missing", ["ce_specversion", "ce_id", "ce_type", "ce_source", "ce_time"])
+def test_missing_required_header_is_named(missing: str) -> None:
+    headers = tuple(h for h in new_envelope("t", "/s").to_headers() if h[0] != missing)
+    with pytest.raises(EnvelopeError, match=missing):
+        Envelope.from_headers(headers)
+
+
+def test_bad_time_header_is_rejected() -> None:
+    headers = tuple(
+        (k, b"yesterday" if k == "ce_time" else v) for k, v in new_envelope("t", "/s").to_headers()
+    )
+    with pytest.raises(EnvelopeError, match="RFC 3339"):
+        Envelope.from_headers(headers)
+
+
+def test_dead_letter_keeps_original_key_value_and_headers() -> None:
+    original = Record(
+        "t.scores",
+        2,
+        41,
+        "ns/score",
+        b'{"broken": ',
+        headers=(("ce_id", b"x"), ("x-bin", b"\x00\xff")),
+        timestamp_ms=5,
+    )
+    out = dead_letter(
+        original, "value is not valid JSON", topic="t.deadletter", source="/fleetplace/scheduler"
+    )
+    assert out.topic == "t.deadletter"
+    assert out.key_bytes == b"ns/score"
+    assert out.value is not None
+    body = orjson.loads(out.value)
+    assert {k: body[k] for k in ("topic", "partition", "offset", "error", "key")} == {
+        "topic": "t.scores",
+        "partition": 2,
+        "offset": 41,
+        "error": "value is not valid JSON",
+        "key": "ns/score",
+    }
+    assert DeadLetter.from_value(body) == DeadLetter(original, "value is not valid JSON")
+    assert dict(out.headers)["ce_type"] == b"io.fleetplace.deadletter"
+
+
+def test_dead_letter_of_invalid_utf8_key_and_tombstone_loses_nothing() -> None:
+    original = Record("t.clusters", 0, 3, decode_key_lossless(b"\xc3\x28"), None)
+    out = dead_letter(original, "key is not valid UTF-8", topic="t.deadletter", source="/s")
+    assert out.key_bytes == b"\xc3\x28"
+    assert out.value is not None
+    body = orjson.loads(out.value)
+    assert body["key"] is None and body["value_b64"] is None and body["key_b64"] == "wyg="
+    assert DeadLetter.from_value(body).record.key_bytes == b"\xc3\x28"
