@@ -1,0 +1,578 @@
+"""The scheduler worker's processor: state stores, trigger fan-out, timers and decision diffs.
+
+No I/O and no clock here: the Kafka shell (`services.scheduler.worker`) feeds decoded records
+in, asks for the placements that are due, and publishes what `evaluate` returns. The same
+processor therefore runs in the worker, in the auditor and in tests.
+
+Pipeline per record: decode → validate → apply to state → find affected placements (dirty).
+Per batch: evaluate each dirty placement once, in namespace/name order → diff against the last
+published decision → DecisionDiff (or nothing when nothing changed).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ValidationError
+
+from shared.api.objects import ObjectError, parse_object
+from shared.api.ocm import (
+    AddOnPlacementScore,
+    ManagedCluster,
+    ManagedClusterSet,
+    ManagedClusterSetBinding,
+    Placement,
+    Taint,
+)
+from shared.placement import PlacementEngine, ScheduleResult
+from shared.placement.fleet import SetSelectorError
+from shared.placement.plugins.taints import requeue_time
+
+SCHEMA_VERSION = 1
+
+# topic (without prefix) -> the kind its values must be
+STATE_TOPICS: dict[str, str] = {
+    "clusters": "ManagedCluster",
+    "scores": "AddOnPlacementScore",
+    "clustersets": "ManagedClusterSet",
+    "clustersetbindings": "ManagedClusterSetBinding",
+    "placements": "Placement",
+}
+
+
+class InvalidRecord(ValueError):
+    """A record that cannot be applied; the reason goes to the dead-letter topic."""
+
+
+class TaintSet(BaseModel):
+    taints: list[Taint] = []
+
+
+def format_time(t: datetime) -> str:
+    return (
+        t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if t.microsecond == 0
+        else t.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    kind: str  # cluster|taint|score|clusterset|binding|placement|toleration-expired|score-expired|resync|startup
+    key: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "key": self.key}
+
+
+@dataclass
+class Published:
+    """The last decision published for one placement (the checkpoint, from the decisions topic)."""
+
+    seq: int
+    decisions: tuple[str, ...]
+    groups: tuple[tuple[str, int, tuple[str, ...]], ...]
+    status: Mapping[str, Any]
+    deleted: bool = False
+
+    @classmethod
+    def from_diff(cls, diff: Mapping[str, Any]) -> Published:
+        return cls(
+            seq=int(diff["seq"]),
+            decisions=tuple(diff.get("decisions") or ()),
+            groups=tuple(
+                (g["groupName"], int(g["groupIndex"]), tuple(g["clusters"])) for g in diff.get("groups") or ()
+            ),
+            status=diff.get("status") or {},
+            deleted=bool(diff.get("deleted", False)),
+        )
+
+
+@dataclass(order=True)
+class _Timer:
+    at: float
+    key: str = field(compare=False)
+    kind: str = field(compare=False)
+
+
+@dataclass
+class SchedulerOptions:
+    addon_resync_s: float = 300.0  # fleetplace: AddOn placements every 5 minutes (spec §9.1)
+    full_resync_s: float = 600.0  # like OCM's informer resync
+
+
+def _status_json(result: ScheduleResult) -> dict[str, Any]:
+    return {
+        "numberOfSelectedClusters": result.number_selected,
+        "conditions": [c.to_json() for c in result.conditions],
+    }
+
+
+def _addon_resources(p: Placement) -> set[str]:
+    """spec §9.1: AddOn coordinates (type AddOn with addOn present) that score changes trigger."""
+    out = set()
+    for c in p.spec.prioritizer_policy.configurations:
+        sc = c.score_coordinate
+        if sc is not None and sc.type != "BuiltIn" and sc.add_on is not None:
+            out.add(sc.add_on.resource_name)
+    return out
+
+
+_SCORES_CALL = re.compile(r"\bscores\s*\(")
+
+
+def _uses_cel_scores(p: Placement) -> bool:
+    for pred in p.spec.predicates:
+        cel = pred.required_cluster_selector.cel_selector
+        if cel is not None and any(_SCORES_CALL.search(e) for e in cel.cel_expressions):
+            return True
+    return False
+
+
+class SchedulerProcessor:
+    """State stores + dirty set + timers for the placements this instance owns."""
+
+    def __init__(self, options: SchedulerOptions | None = None, owns: Any = None) -> None:
+        self.options = options or SchedulerOptions()
+        self.engine = PlacementEngine()
+        self.fleet = self.engine.fleet
+        self.published: dict[str, Published] = {}
+        self._raw_clusters: dict[str, dict[str, Any]] = {}
+        self._topic_taints: dict[str, list[Taint]] = {}
+        self._bindings_by_set: dict[str, set[str]] = {}  # set name -> namespaces binding it
+        self._by_namespace: dict[str, set[str]] = {}
+        self._by_addon: dict[str, set[str]] = {}
+        self._cel_scores: set[str] = set()
+        self.dirty: dict[str, Trigger] = {}
+        self._timers: list[_Timer] = []
+        self._timer_due: dict[tuple[str, str], float] = {}
+        self.owns = owns or (lambda key: True)
+        self._last_full_resync: float | None = None
+
+    # ---- applying records -----------------------------------------------------------------
+    def apply(self, topic: str, key: str, value: Mapping[str, Any] | None) -> None:
+        """Apply one decoded record; raises InvalidRecord (to be dead-lettered) on bad input."""
+        if topic == "decisions":
+            self._apply_decision(key, value)
+        elif topic == "taints":
+            self._apply_taints(key, value)
+        elif topic in STATE_TOPICS:
+            self._apply_state(topic, key, value)
+        else:
+            raise InvalidRecord(f"topic {topic!r} is not an input of the scheduler")
+
+    def _parse(self, topic: str, key: str, value: Mapping[str, Any]) -> Any:
+        kind = STATE_TOPICS[topic]
+        if value.get("kind") != kind:
+            raise InvalidRecord(f"{topic}: expected kind {kind}, got {value.get('kind')!r}")
+        try:
+            obj = parse_object(value, f"{topic}/{key}")
+        except ObjectError as e:
+            raise InvalidRecord(str(e)) from None
+        meta = obj.metadata
+        expected = (
+            f"{meta.namespace}/{meta.name}"
+            if topic in ("scores", "clustersetbindings", "placements")
+            else meta.name
+        )
+        if key != expected:
+            raise InvalidRecord(f"{topic}: key {key!r} does not match the object ({expected!r})")
+        return obj
+
+    @staticmethod
+    def _split(key: str) -> tuple[str, str]:
+        ns, sep, name = key.partition("/")
+        if not sep or not ns or not name or "/" in name:
+            raise InvalidRecord(f"key {key!r} is not '<namespace>/<name>'")
+        return ns, name
+
+    def _apply_state(self, topic: str, key: str, value: Mapping[str, Any] | None) -> None:
+        if value is None:
+            self._delete_state(topic, key)
+            return
+        obj = self._parse(topic, key, value)
+        if isinstance(obj, ManagedCluster):
+            old = self.fleet.clusters.get(key)
+            self._raw_clusters[key] = dict(value)
+            self._refresh_cluster(key)
+            self._dirty_for_cluster(key, old.labels if old else None, Trigger("cluster", key))
+        elif isinstance(obj, AddOnPlacementScore):
+            self.fleet.upsert_score(obj)
+            self._dirty_for_score(obj.metadata.namespace, obj.metadata.name, Trigger("score", key))
+        elif isinstance(obj, ManagedClusterSet):
+            self.fleet.upsert_set(obj)
+            self._dirty_for_set(key, Trigger("clusterset", key))
+        elif isinstance(obj, ManagedClusterSetBinding):
+            if obj.spec.cluster_set and obj.spec.cluster_set != obj.metadata.name:
+                # the registration webhook forces name == spec.clusterSet (spec §1.3)
+                raise InvalidRecord(f"clustersetbindings/{key}: metadata.name must equal spec.clusterSet")
+            self.fleet.upsert_binding(obj)
+            self._bindings_by_set.setdefault(obj.metadata.name, set()).add(obj.metadata.namespace)
+            self._dirty_for_binding(obj.metadata.namespace, obj.metadata.name, Trigger("binding", key))
+        elif isinstance(obj, Placement):
+            self._index_placement(key, obj)
+            self.fleet.upsert_placement(obj)
+            self.mark(key, Trigger("placement", key))
+
+    def _delete_state(self, topic: str, key: str) -> None:
+        if topic == "clusters":
+            old = self.fleet.clusters.get(key)
+            self._raw_clusters.pop(key, None)
+            self.fleet.delete_cluster(key)
+            if old is not None:
+                self._dirty_for_cluster(key, old.labels, Trigger("cluster", key))
+        elif topic == "scores":
+            ns, name = self._split(key)
+            self.fleet.delete_score(ns, name)
+            self._dirty_for_score(ns, name, Trigger("score", key))
+        elif topic == "clustersets":
+            self.fleet.delete_set(key)
+            self._dirty_for_set(key, Trigger("clusterset", key))
+        elif topic == "clustersetbindings":
+            ns, name = self._split(key)
+            self.fleet.delete_binding(ns, name)
+            self._bindings_by_set.get(name, set()).discard(ns)
+            self._dirty_for_binding(ns, name, Trigger("binding", key))
+        elif topic == "placements":
+            self._split(key)
+            gone = self.fleet.placements.get(key)
+            if gone is not None:
+                self._unindex_placement(key, gone)
+            self.fleet.delete_placement(key)
+            self.mark(key, Trigger("placement", key))
+
+    def _apply_taints(self, key: str, value: Mapping[str, Any] | None) -> None:
+        if value is None:
+            self._topic_taints.pop(key, None)
+        else:
+            try:
+                self._topic_taints[key] = TaintSet.model_validate(value).taints
+            except ValidationError as e:
+                problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+                raise InvalidRecord(f"taints/{key}: {problems}") from None
+        if key in self._raw_clusters:
+            self._refresh_cluster(key)
+            self._dirty_for_cluster(key, None, Trigger("taint", key))
+
+    def _refresh_cluster(self, name: str) -> None:
+        """Effective taints = spec.taints ∪ the taints topic; the topic wins on key+effect (design)."""
+        raw = self._raw_clusters[name]
+        extra = self._topic_taints.get(name)
+        if extra:
+            theirs = {(t.key, t.effect) for t in extra}
+            spec = dict(raw.get("spec") or {})
+            own = [
+                t for t in spec.get("taints") or [] if (t.get("key", ""), t.get("effect", "")) not in theirs
+            ]
+            spec["taints"] = own + [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in extra
+            ]
+            raw = {**raw, "spec": spec}
+        obj = parse_object(raw, f"clusters/{name}")
+        assert isinstance(obj, ManagedCluster)
+        self.fleet.upsert_cluster(obj, raw)
+
+    def _apply_decision(self, key: str, value: Mapping[str, Any] | None) -> None:
+        """Decisions of every placement: Balance reads them all; ours are the checkpoint."""
+        if value is None:
+            return
+        try:
+            pub = Published.from_diff(value)
+        except (KeyError, TypeError, ValueError) as e:
+            raise InvalidRecord(f"decisions/{key}: not a DecisionDiff: {e}") from None
+        last = self.published.get(key)
+        if last is not None and pub.seq <= last.seq:
+            return  # already applied (our own record coming back, or a duplicate)
+        self.published[key] = pub
+        if pub.deleted:
+            self.engine.forget(key)
+        else:
+            self.engine.set_decision(key, pub.decisions)
+
+    # ---- fan-out (spec §9.1) --------------------------------------------------------------
+    def mark(self, key: str, trigger: Trigger) -> None:
+        if self.owns(key) and key not in self.dirty:
+            self.dirty[key] = trigger
+
+    def _index_placement(self, key: str, p: Placement) -> None:
+        old = self.fleet.placements.get(key)
+        if old is not None:
+            self._unindex_placement(key, old)
+        self._by_namespace.setdefault(p.metadata.namespace, set()).add(key)
+        for res in _addon_resources(p):
+            self._by_addon.setdefault(res, set()).add(key)
+        if _uses_cel_scores(p):
+            self._cel_scores.add(key)
+
+    def _unindex_placement(self, key: str, p: Placement) -> None:
+        self._by_namespace.get(p.metadata.namespace, set()).discard(key)
+        for res in _addon_resources(p):
+            self._by_addon.get(res, set()).discard(key)
+        self._cel_scores.discard(key)
+
+    def _dirty_for_binding(self, namespace: str, set_name: str, trigger: Trigger) -> None:
+        for key in self._by_namespace.get(namespace, ()):
+            sets = self.fleet.placements[key].spec.cluster_sets
+            if not sets or set_name in sets:
+                self.mark(key, trigger)
+
+    def _dirty_for_set(self, set_name: str, trigger: Trigger) -> None:
+        for ns in sorted(self._bindings_by_set.get(set_name, ())):
+            self._dirty_for_binding(ns, set_name, trigger)
+
+    def _sets_of(self, labels: Mapping[str, str] | None) -> list[str]:
+        if labels is None:
+            return []
+        try:
+            return self.fleet.sets_of_cluster(labels)
+        except SetSelectorError:
+            # one broken set: fall back to every set (OCM enqueues nothing at all; we do better)
+            return list(self.fleet.sets)
+
+    def _dirty_for_cluster(self, name: str, old_labels: Mapping[str, str] | None, trigger: Trigger) -> None:
+        info = self.fleet.clusters.get(name)
+        sets = set(self._sets_of(info.labels if info else None))
+        if old_labels is not None and (info is None or dict(old_labels) != dict(info.labels)):
+            sets.update(self._sets_of(old_labels))
+        for s in sorted(sets):
+            self._dirty_for_set(s, trigger)
+
+    def _dirty_for_score(self, cluster: str, resource: str, trigger: Trigger) -> None:
+        info = self.fleet.clusters.get(cluster)
+        if info is None:
+            return
+        namespaces: set[str] = set()
+        for s in self._sets_of(info.labels):
+            namespaces.update(self._bindings_by_set.get(s, ()))
+        for key in sorted(self._by_addon.get(resource, set()) | self._cel_scores):
+            if key in self.fleet.placements and self.fleet.placements[key].metadata.namespace in namespaces:
+                self.mark(key, trigger)
+
+    # ---- time -----------------------------------------------------------------------------
+    def _arm(self, key: str, kind: str, at: float) -> None:
+        due = self._timer_due.get((key, kind))
+        if due is not None and due <= at:
+            return  # repeated delayed adds keep the earliest due time (spec §9.3)
+        self._timer_due[(key, kind)] = at
+        heapq.heappush(self._timers, _Timer(at, key, kind))
+
+    def tick(self, now: datetime) -> None:
+        """Fire the timers that are due at `now` (whichever clock drives it)."""
+        ts = now.timestamp()
+        while self._timers and self._timers[0].at <= ts:
+            t = heapq.heappop(self._timers)
+            if self._timer_due.get((t.key, t.kind)) != t.at:
+                continue  # superseded
+            del self._timer_due[(t.key, t.kind)]
+            if t.key in self.fleet.placements:
+                self.mark(t.key, Trigger(t.kind, t.key))
+        if self._last_full_resync is None:
+            self._last_full_resync = ts
+        elif ts - self._last_full_resync >= self.options.full_resync_s:
+            self._last_full_resync = ts
+            for key in self.fleet.placements:
+                self.mark(key, Trigger("resync", key))
+
+    def next_timer(self) -> float | None:
+        while (
+            self._timers
+            and self._timer_due.get((self._timers[0].key, self._timers[0].kind)) != self._timers[0].at
+        ):
+            heapq.heappop(self._timers)
+        return self._timers[0].at if self._timers else None
+
+    def mark_all(self, kind: str = "startup") -> None:
+        for key in self.fleet.placements:
+            self.mark(key, Trigger(kind, key))
+        for key, pub in self.published.items():  # placements deleted while we were away
+            if key not in self.fleet.placements and not pub.deleted:
+                self.mark(key, Trigger(kind, key))
+
+    def _arm_after(
+        self, key: str, placement: Placement, result: ScheduleResult, now: datetime
+    ) -> datetime | None:
+        nxt: datetime | None = None
+        if result.requeue_at is not None:
+            self._arm(key, "toleration-expired", result.requeue_at.timestamp())
+            nxt = result.requeue_at
+        resources = _addon_resources(placement)
+        if resources and result._post is not None and len(result._post):
+            ts = now.timestamp()
+            for c in placement.spec.prioritizer_policy.configurations:
+                sc = c.score_coordinate
+                if sc is None or sc.add_on is None or c.weight == 0:
+                    continue
+                col = self.fleet.score_column(sc.add_on.resource_name, sc.add_on.score_name)
+                if not col.expires:
+                    continue
+                vu = col.valid_until[result._post]
+                upcoming = vu[(vu >= ts) & np.isfinite(vu)]
+                if len(upcoming):
+                    # strictly after validUntil counts as expired (spec §5.5): fire just past it
+                    at = float(upcoming.min()) + 0.001
+                    self._arm(key, "score-expired", at)
+                    t = datetime.fromtimestamp(at, UTC)
+                    nxt = t if nxt is None or t < nxt else nxt
+            self._arm(key, "resync", now.timestamp() + self.options.addon_resync_s)
+        return nxt
+
+    # ---- evaluation -----------------------------------------------------------------------
+    def evaluate(
+        self, now: datetime, inputs: Mapping[str, int] | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Evaluate the dirty placements once each, in namespace/name order; return the diffs."""
+        self.tick(now)
+        keys = sorted(self.dirty)
+        if limit is not None:
+            keys = keys[:limit]
+        diffs: list[dict[str, Any]] = []
+        for key in keys:
+            trigger = self.dirty.pop(key)
+            diff = self._evaluate_one(key, trigger, now, inputs or {})
+            if diff is not None:
+                diffs.append(diff)
+        return diffs
+
+    def _evaluate_one(
+        self, key: str, trigger: Trigger, now: datetime, inputs: Mapping[str, int]
+    ) -> dict[str, Any] | None:
+        last = self.published.get(key)
+        placement = self.fleet.placements.get(key)
+        if placement is None:
+            if last is None or last.deleted:
+                return None
+            diff = self._diff(key, last, (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True)
+            self.published[key] = Published.from_diff(diff)
+            self.engine.forget(key)
+            return diff
+        result = self.engine.evaluate(key, now)
+        assert result is not None
+        if result.skipped is not None:
+            return None  # disabled, deleting, or a broken set: decisions stay as they are (spec §9.2, §9.5)
+        nxt = self._arm_after(key, placement, result, now)
+        groups = tuple((g.name, g.index, g.clusters) for g in result.groups)
+        status = _status_json(result)
+        decisions = result.decisions
+        if (
+            last is not None
+            and not last.deleted
+            and (last.decisions, last.groups, dict(last.status))
+            == (
+                decisions,
+                groups,
+                status,
+            )
+        ):
+            self.engine.commit(result)
+            return None
+        if result.status.code.value in ("Success", "Warning"):
+            # OCM re-reconciles after its own PD write, which arms the toleration requeue of
+            # newly selected clusters (spec §4.2.1); we arm it from the new decision directly.
+            follow = requeue_time(
+                self.fleet.clusters, dict.fromkeys(decisions, 1), placement.spec.tolerations, now
+            )
+            if follow is not None:
+                self._arm(key, "toleration-expired", follow.timestamp())
+                nxt = follow if nxt is None or follow < nxt else nxt
+        old = set(last.decisions) if last is not None and not last.deleted else set()
+        new = set(decisions)
+        changed = (new - old) | (old - new)
+        scores = result.scores_of(new | changed)
+        diff = self._diff(
+            key,
+            last,
+            decisions,
+            groups,
+            scores,
+            status,
+            now,
+            trigger,
+            inputs,
+            nxt,
+            placement.metadata.generation,
+        )
+        self.published[key] = Published.from_diff(diff)
+        self.engine.commit(result)
+        return diff
+
+    @staticmethod
+    def _diff(
+        key: str,
+        last: Published | None,
+        decisions: tuple[str, ...],
+        groups: tuple[tuple[str, int, tuple[str, ...]], ...],
+        scores: Mapping[str, int],
+        status: Mapping[str, Any],
+        now: datetime,
+        trigger: Trigger,
+        inputs: Mapping[str, int],
+        next_requeue: datetime | None,
+        generation: int,
+        *,
+        deleted: bool = False,
+    ) -> dict[str, Any]:
+        old = list(last.decisions) if last is not None and not last.deleted else []
+        old_set, new_set = set(old), set(decisions)
+        out: dict[str, Any] = {
+            "schemaVersion": SCHEMA_VERSION,
+            "placement": key,
+            "seq": (last.seq + 1) if last is not None else 1,
+            "generation": generation,
+            "evaluatedAt": format_time(now),
+            "trigger": trigger.to_json(),
+            "added": sorted(new_set - old_set),
+            "removed": sorted(old_set - new_set),
+            "decisions": list(decisions),
+            "groups": [{"groupName": n, "groupIndex": i, "clusters": list(c)} for n, i, c in groups],
+            "scores": dict(sorted(scores.items())),
+            "status": dict(status),
+            "nextRequeueAt": format_time(next_requeue) if next_requeue is not None else None,
+            "inputs": dict(inputs),
+        }
+        if deleted:
+            out["deleted"] = True
+        return out
+
+    # ---- views ----------------------------------------------------------------------------
+    def placement_decisions(self, key: str) -> dict[str, Any] | None:
+        """The current decision as OCM PlacementDecision objects (string-valued entries)."""
+        pub = self.published.get(key)
+        if pub is None or pub.deleted:
+            return None
+        ns, _, name = key.partition("/")
+        items = []
+        page = 0
+        for gname, gindex, clusters in pub.groups:
+            chunks = [clusters[i : i + 100] for i in range(0, len(clusters), 100)] or [()]
+            for chunk in chunks:
+                page += 1
+                items.append(
+                    {
+                        "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+                        "kind": "PlacementDecision",
+                        "metadata": {
+                            "name": f"{name}-decision-{page}",
+                            "namespace": ns,
+                            "labels": {
+                                "cluster.open-cluster-management.io/placement": name,
+                                "cluster.open-cluster-management.io/decision-group-name": gname,
+                                "cluster.open-cluster-management.io/decision-group-index": str(gindex),
+                            },
+                        },
+                        "status": {"decisions": [{"clusterName": c, "reason": ""} for c in chunk]},
+                    }
+                )
+        return {"schemaVersion": SCHEMA_VERSION, "placement": key, "seq": pub.seq, "items": items}
+
+    def owned_keys(self) -> Iterable[str]:
+        return (k for k in self.fleet.placements if self.owns(k))
+
+
+def since(now: datetime, seconds: float) -> datetime:
+    return now + timedelta(seconds=seconds)

@@ -1,0 +1,204 @@
+"""The scheduler processor without a bus: fan-out, diffs, seq, timers, checkpoints."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from services.scheduler.core import InvalidRecord, SchedulerOptions, SchedulerProcessor
+
+G = "cluster.open-cluster-management.io"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def cluster(
+    name: str, labels: dict[str, str] | None = None, taints: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{G}/v1",
+        "kind": "ManagedCluster",
+        "metadata": {"name": name, "labels": {f"{G}/clusterset": "prod", **(labels or {})}},
+        "spec": {"taints": taints or []},
+    }
+
+
+def placement(ns: str, name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{G}/v1beta1",
+        "kind": "Placement",
+        "metadata": {"namespace": ns, "name": name},
+        "spec": spec,
+    }
+
+
+def fleet(p: SchedulerProcessor, n: int = 3) -> None:
+    p.apply(
+        "clustersets",
+        "prod",
+        {"apiVersion": f"{G}/v1beta2", "kind": "ManagedClusterSet", "metadata": {"name": "prod"}},
+    )
+    for ns in ("ns1", "ns2"):
+        p.apply(
+            "clustersetbindings",
+            f"{ns}/prod",
+            {
+                "apiVersion": f"{G}/v1beta2",
+                "kind": "ManagedClusterSetBinding",
+                "metadata": {"namespace": ns, "name": "prod"},
+                "spec": {"clusterSet": "prod"},
+            },
+        )
+    for i in range(1, n + 1):
+        p.apply("clusters", f"c{i}", cluster(f"c{i}", {"tier": "gold" if i % 2 else "silver"}))
+
+
+def test_first_evaluation_publishes_full_decision_with_seq_1() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    p.apply("placements", "ns1/a", placement("ns1", "a", numberOfClusters=2))
+    diffs = p.evaluate(T0, {"placements/0": 1})
+    assert len(diffs) == 1
+    d = diffs[0]
+    assert d["placement"] == "ns1/a" and d["seq"] == 1
+    assert d["decisions"] == ["c1", "c2"] and d["added"] == ["c1", "c2"] and d["removed"] == []
+    assert d["groups"] == [{"groupName": "", "groupIndex": 0, "clusters": ["c1", "c2"]}]
+    assert d["status"]["numberOfSelectedClusters"] == 2
+    assert d["inputs"] == {"placements/0": 1}
+    assert set(d["scores"]) == {"c1", "c2"}
+
+
+def test_reevaluation_without_change_publishes_nothing() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    p.apply("placements", "ns1/a", placement("ns1", "a"))
+    assert p.evaluate(T0)
+    p.mark_all("resync")
+    assert p.evaluate(T0) == []
+
+
+def test_label_change_gives_exactly_the_expected_diff_and_next_seq() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    pred = [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"tier": "gold"}}}}]
+    p.apply("placements", "ns1/gold", placement("ns1", "gold", predicates=pred))
+    assert p.evaluate(T0)[0]["decisions"] == ["c1", "c3"]
+    p.apply("clusters", "c2", cluster("c2", {"tier": "gold"}))
+    p.apply("clusters", "c3", cluster("c3", {"tier": "silver"}))
+    (d,) = p.evaluate(T0)
+    assert (d["seq"], d["added"], d["removed"], d["decisions"]) == (2, ["c2"], ["c3"], ["c1", "c2"])
+    assert d["trigger"]["kind"] == "cluster"
+
+
+def test_cluster_change_enqueues_only_placements_bound_to_its_sets() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    p.apply(
+        "clustersets",
+        "other",
+        {"apiVersion": f"{G}/v1beta2", "kind": "ManagedClusterSet", "metadata": {"name": "other"}},
+    )
+    p.apply(
+        "clustersetbindings",
+        "ns3/other",
+        {
+            "apiVersion": f"{G}/v1beta2",
+            "kind": "ManagedClusterSetBinding",
+            "metadata": {"namespace": "ns3", "name": "other"},
+            "spec": {"clusterSet": "other"},
+        },
+    )
+    p.apply("placements", "ns1/a", placement("ns1", "a"))
+    p.apply("placements", "ns3/b", placement("ns3", "b"))
+    p.evaluate(T0)
+    p.apply("clusters", "c9", cluster("c9"))
+    assert set(p.dirty) == {"ns1/a"}
+
+
+def test_toleration_expiry_requeues_and_moves_the_workload() -> None:
+    p = SchedulerProcessor()
+    fleet(p, 2)
+    taint = [{"key": "unreachable", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}]
+    p.apply("clusters", "c1", cluster("c1", taints=taint))
+    tol = [{"key": "unreachable", "operator": "Exists", "tolerationSeconds": 5}]
+    p.apply("placements", "ns1/a", placement("ns1", "a", tolerations=tol))
+    assert p.evaluate(T0)[0]["decisions"] == ["c1", "c2"]
+    # armed right after the decision that selected c1, as OCM's follow-up reconcile does
+    assert p.next_timer() == (T0 + timedelta(seconds=5)).timestamp()
+    assert p.evaluate(T0 + timedelta(seconds=4)) == []
+    (d,) = p.evaluate(T0 + timedelta(seconds=5))
+    assert d["removed"] == ["c1"] and d["trigger"]["kind"] == "toleration-expired"
+
+
+def test_addon_placements_resync_every_five_minutes() -> None:
+    p = SchedulerProcessor(SchedulerOptions(addon_resync_s=300))
+    fleet(p)
+    cfg = [
+        {
+            "scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "demo", "scoreName": "s"}},
+            "weight": 1,
+        }
+    ]
+    p.apply("placements", "ns1/a", placement("ns1", "a", prioritizerPolicy={"configurations": cfg}))
+    p.apply("placements", "ns1/plain", placement("ns1", "plain"))
+    p.evaluate(T0)
+    p.tick(T0 + timedelta(seconds=299))
+    assert not p.dirty
+    p.tick(T0 + timedelta(seconds=300))
+    assert set(p.dirty) == {"ns1/a"} and p.dirty["ns1/a"].kind == "resync"
+
+
+def test_deleted_placement_publishes_a_removal_once() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    p.apply("placements", "ns1/a", placement("ns1", "a"))
+    p.evaluate(T0)
+    p.apply("placements", "ns1/a", None)
+    (d,) = p.evaluate(T0)
+    assert (
+        d["deleted"] is True and d["decisions"] == [] and d["removed"] == ["c1", "c2", "c3"] and d["seq"] == 2
+    )
+    p.mark_all()
+    assert p.evaluate(T0) == []
+
+
+def test_restart_from_checkpoint_publishes_nothing_when_nothing_changed() -> None:
+    first = SchedulerProcessor()
+    fleet(first)
+    first.apply("placements", "ns1/a", placement("ns1", "a", numberOfClusters=1))
+    diffs = first.evaluate(T0)
+    second = SchedulerProcessor()
+    fleet(second)
+    second.apply("placements", "ns1/a", placement("ns1", "a", numberOfClusters=1))
+    for d in diffs:
+        second.apply("decisions", d["placement"], d)
+    second.mark_all()
+    assert second.evaluate(T0) == []
+
+
+def test_bad_records_raise_invalid_record_with_a_reason() -> None:
+    p = SchedulerProcessor()
+    with pytest.raises(InvalidRecord, match="expected kind ManagedCluster"):
+        p.apply("clusters", "c1", {"kind": "Placement"})
+    with pytest.raises(InvalidRecord, match="does not match"):
+        p.apply("clusters", "c1", cluster("c2"))
+    with pytest.raises(InvalidRecord, match="numberOfClusters"):
+        p.apply("placements", "ns1/a", placement("ns1", "a", numberOfClusters="many"))
+
+
+def test_taints_topic_overrides_spec_taints_on_same_key_and_effect() -> None:
+    p = SchedulerProcessor()
+    fleet(p, 2)
+    p.apply("placements", "ns1/a", placement("ns1", "a"))
+    assert p.evaluate(T0)[0]["decisions"] == ["c1", "c2"]
+    p.apply(
+        "taints",
+        "c2",
+        {"taints": [{"key": "maintenance", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}]},
+    )
+    (d,) = p.evaluate(T0)
+    assert d["removed"] == ["c2"] and d["trigger"] == {"kind": "taint", "key": "c2"}
+    p.apply("taints", "c2", None)
+    (d,) = p.evaluate(T0)
+    assert d["added"] == ["c2"]
