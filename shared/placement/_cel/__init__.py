@@ -1,0 +1,8 @@
+"""The machinery behind :mod:`shared.placement.cel`: a CEL parser, checker and interpreter.
+
+Importing the library modules registers their functions; keep the list complete.
+"""
+
+from shared.placement._cel import ext_kubernetes, ext_ocm, ext_strings, stdlib
+
+__all__ = ["ext_kubernetes", "ext_ocm", "ext_strings", "stdlib"]
