@@ -96,29 +96,35 @@ def expand_paths(paths: Iterable[str]) -> list[str]:
     return result
 
 
+def _json_lines(text: str) -> list[Any]:
+    """One JSON value per non-empty line; ValueError naming the first bad line."""
+    docs: list[Any] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                docs.append(orjson.loads(line))
+            except orjson.JSONDecodeError as exc:
+                raise ValueError(f"line {number}: {exc}") from None
+    return docs
+
+
 def _parse_text(text: str, name: str) -> list[Any]:
-    stripped = text.lstrip()
-    if stripped[:1] in ("{", "["):
+    json_error = ""
+    if text.lstrip()[:1] in ("{", "["):
         try:
             return [orjson.loads(text)]
         except orjson.JSONDecodeError:
             pass
-        # JSON Lines: one value per non-empty line.
-        docs: list[Any] = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if line.strip():
-                try:
-                    docs.append(orjson.loads(line))
-                except orjson.JSONDecodeError as exc:
-                    if number == 1 or not docs:
-                        break  # not JSON Lines either: let YAML have a go and report its error
-                    raise PublishInputError(f"{name}: line {number}: not valid JSON: {exc}") from None
-        else:
-            return docs
+        try:
+            return _json_lines(text)
+        except ValueError as exc:
+            json_error = f"as JSON Lines: {exc}; "
     try:
         return [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise PublishInputError(f"{name}: not valid YAML or JSON: {exc}") from None
+        raise PublishInputError(
+            f"{name}: not valid JSON, JSON Lines or YAML: {json_error}as YAML: {exc}"
+        ) from None
 
 
 def documents(text: str, name: str) -> Iterator[Document]:

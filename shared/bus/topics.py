@@ -288,7 +288,16 @@ async def describe_catalogue(
         existing = await _existing_partitions(admin)
     finally:
         await admin.close()
-    return _statuses(topics, existing, planned_partitions(work_partitions), created=set())
+    plan = planned_partitions(_work_partitions(topics, existing, work_partitions))
+    return _statuses(topics, existing, plan, created=set())
+
+
+def _work_partitions(topics: Topics, existing: Mapping[str, int], requested: int | None) -> int | None:
+    # Without an explicit count, an existing `placements` topic sets the plan, so missing
+    # co-partitioned topics are created to match it and a chosen count is not reported as a mismatch.
+    if requested is not None:
+        return requested
+    return existing.get(topics.placements)
 
 
 def _statuses(
@@ -318,18 +327,20 @@ async def ensure_topics(
 ) -> list[TopicStatus]:
     """Create the catalogue topics that do not exist yet (idempotent).
 
+    `work_partitions` sets the partition count of the partitioned work topics;
+    without it, an existing `placements` topic's count is used, else the default.
     Existing topics are left as they are (partition counts cannot shrink and
     Tansu cannot add partitions); a topic whose count differs from the plan is
     reported as MISMATCH. Raises TopicLayoutError when co-partitioned topics end
     up with different counts, because then a placement's decisions would land in a
     partition another worker owns.
     """
-    planned = planned_partitions(work_partitions)
     wanted = [spec(name) for name in only] if only is not None else list(CATALOGUE)
     admin = make_admin(kafka)
     await start_client(admin)
     try:
         existing = await _existing_partitions(admin)
+        planned = planned_partitions(_work_partitions(topics, existing, work_partitions))
         to_create = [s for s in wanted if topics.name(s.name) not in existing]
         created: set[str] = set()
         if to_create:

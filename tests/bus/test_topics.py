@@ -84,6 +84,9 @@ async def test_create_is_idempotent_with_planned_partition_counts(broker: str, t
     second = await ensure_topics(broker, topics, work_partitions=6)
     assert {s.state for s in second} == {TopicState.EXISTS}
 
+    # Without a count, the existing placements topic sets the plan: a missing co-partitioned topic matches it.
+    assert {s.state for s in await ensure_topics(broker, topics)} == {TopicState.EXISTS}
+
     # A different plan does not touch existing topics; it is reported.
     third = await ensure_topics(broker, topics, work_partitions=8)
     assert {s.spec.name for s in third if s.state is TopicState.MISMATCH} == {
@@ -118,3 +121,13 @@ async def test_same_key_lands_in_the_same_partition_of_placements_and_decisions(
     async with BroadcastReader(broker, [topics.decisions]) as reader:
         read_back = await reader.read_to_end()
     assert {r.key: r.partition for r in read_back} == by_topic[topics.decisions]
+
+
+@pytest.mark.integration
+async def test_missing_copartitioned_topic_is_created_to_match_existing_placements(
+    broker: str, topic_prefix: str
+) -> None:
+    topics = Topics(topic_prefix)
+    await ensure_topics(broker, topics, only=["placements"], work_partitions=5)
+    [decisions] = await ensure_topics(broker, topics, only=["decisions"])
+    assert (decisions.state, decisions.partitions) == (TopicState.CREATED, 5)

@@ -1,0 +1,147 @@
+"""Settings from the environment, and secrets kept out of repr and logs."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import structlog
+from pydantic import ValidationError
+
+from shared.bus.errors import BusConfigError
+from shared.bus.kafka import client_options
+from shared.logging import configure_logging, get_logger
+from shared.settings import KafkaSettings, Settings
+
+PASSWORD = "hunter2-sasl-password"
+TOKEN = "debug-token-9f8e7d"
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No FLEETPLACE_* or KAFKA_* variable of the developer's shell leaks into these tests."""
+    for name in list(os.environ):
+        if name.startswith(("FLEETPLACE_", "KAFKA_")):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def secret_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "kafka-1:9093,kafka-2:9093")
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_PLAINTEXT")
+    monkeypatch.setenv("KAFKA_SASL_MECHANISM", "SCRAM-SHA-512")
+    monkeypatch.setenv("KAFKA_SASL_USERNAME", "fleetplace")
+    monkeypatch.setenv("KAFKA_SASL_PASSWORD", PASSWORD)
+    monkeypatch.setenv("FLEETPLACE_DEBUG_TOKEN", TOKEN)
+    monkeypatch.setenv("FLEETPLACE_TOPIC_PREFIX", "prod.")
+    monkeypatch.setenv("FLEETPLACE_CLOCK", "topic")
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> object:
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    structlog.reset_defaults()
+
+
+def test_defaults() -> None:
+    settings = Settings()
+    assert settings.kafka.bootstrap_servers is None
+    assert settings.topic_prefix == "fleetplace."
+    assert settings.http_host == "127.0.0.1"
+    assert (settings.resync_interval_s, settings.addon_resync_interval_s) == (600, 300)
+    assert settings.clock == "wall" and settings.max_record_bytes == 1024 * 1024
+
+
+@pytest.mark.usefixtures("secret_env")
+def test_reads_standard_kafka_variables_and_fleetplace_prefix() -> None:
+    settings = Settings()
+    assert settings.kafka.bootstrap_servers == "kafka-1:9093,kafka-2:9093"
+    assert settings.kafka.sasl_mechanism == "SCRAM-SHA-512"
+    assert settings.topic_prefix == "prod." and settings.clock == "topic"
+    assert settings.debug_token is not None and settings.debug_token.get_secret_value() == TOKEN
+    options = client_options(settings.kafka)
+    assert options["sasl_plain_password"] == PASSWORD
+    assert options["security_protocol"] == "SASL_PLAINTEXT"
+
+
+@pytest.mark.usefixtures("secret_env")
+def test_secrets_are_absent_from_repr_str_and_dumps() -> None:
+    settings = Settings()
+    for text in (repr(settings), str(settings), repr(settings.kafka), str(settings.model_dump())):
+        assert PASSWORD not in text and TOKEN not in text
+    assert PASSWORD not in settings.model_dump_json() and TOKEN not in settings.model_dump_json()
+
+
+@pytest.mark.usefixtures("secret_env")
+def test_secrets_are_absent_from_json_logs() -> None:
+    stream = io.StringIO()
+    configure_logging("debug", "json", stream=stream)
+    settings = Settings()
+    log = get_logger("fleetplace.test")
+    log.info("starting", settings=settings.model_dump(), kafka=repr(settings.kafka), placement="ns1/demo")
+    log.info("connecting", sasl_password=PASSWORD, debug_token=TOKEN, password=PASSWORD)
+    logging.getLogger("aiokafka").warning("foreign log line")
+    output = stream.getvalue()
+    assert PASSWORD not in output and TOKEN not in output
+    lines = [json.loads(line) for line in output.splitlines()]
+    assert lines[0]["event"] == "starting" and lines[0]["placement"] == "ns1/demo"
+    assert lines[0]["level"] == "info" and lines[0]["timestamp"].endswith("Z")
+    assert lines[1]["sasl_password"] == "**********"
+    assert lines[2]["event"] == "foreign log line" and lines[2]["logger"] == "aiokafka"
+
+
+def test_console_format_renders() -> None:
+    stream = io.StringIO()
+    configure_logging("info", "console", stream=stream)
+    get_logger("t").info("hello", cluster="c1")
+    assert "hello" in stream.getvalue() and "cluster=c1" in stream.getvalue()
+
+
+def test_sasl_without_credentials_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
+    with pytest.raises(ValidationError, match="KAFKA_SASL_USERNAME"):
+        KafkaSettings()
+
+
+def test_tls_with_an_unreadable_ca_file_is_a_config_error() -> None:
+    settings = KafkaSettings(
+        bootstrap_servers="k:9093", security_protocol="SSL", ssl_cafile="/nonexistent/ca.pem"
+    )
+    with pytest.raises(BusConfigError, match="TLS"):
+        client_options(settings)
+
+
+def test_missing_bootstrap_is_a_config_error() -> None:
+    with pytest.raises(BusConfigError, match="KAFKA_BOOTSTRAP_SERVERS"):
+        client_options(KafkaSettings(bootstrap_servers=None))
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls_context_loads_ca_cert_and_key_files(tmp_path: Path) -> None:
+    key, cert = tmp_path / "client.key", tmp_path / "client.pem"
+    subject = ["-subj", "/CN=fleetplace-test", "-keyout", str(key), "-out", str(cert)]
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", *subject],
+        check=True,
+        capture_output=True,
+    )
+    settings = KafkaSettings(
+        bootstrap_servers="k:9093",
+        security_protocol="SSL",
+        ssl_cafile=str(cert),
+        ssl_certfile=str(cert),
+        ssl_keyfile=str(key),
+    )
+    context = client_options(settings)["ssl_context"]
+    assert context.check_hostname
+    assert [c["subject"] for c in context.get_ca_certs()] == [((("commonName", "fleetplace-test"),),)]
