@@ -28,6 +28,9 @@ def _register() -> None:
     from services.commands import bus as bus_commands  # publish, topics, broker
 
     bus_commands.register(app)
+    from services.commands import worker as worker_commands  # worker scheduler, watch
+
+    worker_commands.register(app)
 
 
 _register()

@@ -570,6 +570,14 @@ class SchedulerProcessor:
                 )
         return {"schemaVersion": SCHEMA_VERSION, "placement": key, "seq": pub.seq, "items": items}
 
+    def drop(self, key: str) -> None:
+        """Forget a placement this instance no longer owns (its decision stays, for Balance)."""
+        gone = self.fleet.placements.get(key)
+        if gone is not None:
+            self._unindex_placement(key, gone)
+        self.fleet.delete_placement(key)
+        self.dirty.pop(key, None)
+
     def owned_keys(self) -> Iterable[str]:
         return (k for k in self.fleet.placements if self.owns(k))
 

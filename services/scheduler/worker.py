@@ -1,0 +1,328 @@
+"""The scheduler worker: the Kafka shell around `SchedulerProcessor`.
+
+Sources: a global-table reader over clusters, taints, scores, clustersets, clustersetbindings and
+decisions (every instance reads all of it), plus `placements` through a consumer group (an
+instance owns the placements of its partitions). Sink: `decisions` (the audit log and the
+checkpoint) and `placement-decisions` (current state). No offsets are committed: after a restart
+or a rebalance the placements are re-read from the beginning and only what differs from the last
+published decision is published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+from aiokafka import ConsumerRebalanceListener, TopicPartition
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from services.http import HttpServer
+from services.scheduler.core import SchedulerOptions, SchedulerProcessor
+from shared.bus.codec import DecodeLimits, decode_record, encode_json
+from shared.bus.envelope import dead_letter, new_envelope, parse_time
+from shared.bus.errors import DecodeError
+from shared.bus.kafka import (
+    BroadcastReader,
+    caught_up,
+    make_consumer,
+    make_producer,
+    partitions_of,
+    poll,
+    send_all,
+    start_client,
+    stop_with_leave,
+)
+from shared.bus.records import OutgoingRecord, Record
+from shared.bus.topics import Topics
+from shared.logging import get_logger
+from shared.settings import Settings
+
+log = get_logger("fleetplace.scheduler")
+
+BROADCAST = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "decisions")
+
+
+class _Metrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.consumed = Counter(
+            "fleetplace_records_consumed_total", "Records consumed", ["topic"], registry=registry
+        )
+        self.evaluations = Counter("fleetplace_evaluations_total", "Placement evaluations", registry=registry)
+        self.diffs = Counter(
+            "fleetplace_diffs_published_total", "Decision diffs published", registry=registry
+        )
+        self.deadletters = Counter(
+            "fleetplace_deadletters_total",
+            "Records sent to the dead-letter topic",
+            ["topic"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "fleetplace_evaluation_seconds", "Time to evaluate one placement", registry=registry
+        )
+        self.timers = Gauge("fleetplace_timers_pending", "Requeue timers pending", registry=registry)
+        self.lag = Gauge(
+            "fleetplace_broadcast_lag_records",
+            "Broadcast records behind the high watermark",
+            registry=registry,
+        )
+        self.owned = Gauge(
+            "fleetplace_placements_owned", "Placements owned by this instance", registry=registry
+        )
+
+
+class Clock:
+    """Wall clock, or the `clock` topic (tests, replays, what-if runs)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._topic_now: datetime | None = None
+
+    def observe(self, value: Mapping[str, Any]) -> None:
+        t = parse_time(str(value["now"]))
+        if self._topic_now is None or t > self._topic_now:
+            self._topic_now = t
+
+    def now(self) -> datetime | None:
+        if self.source == "topic":
+            return self._topic_now
+        return datetime.now(UTC)
+
+
+class _Ownership(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, worker: SchedulerWorker) -> None:
+        self.worker = worker
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        self.worker._revoke({(tp.topic, tp.partition) for tp in revoked})
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self.worker._assign({(tp.topic, tp.partition) for tp in assigned})
+
+
+class SchedulerWorker:
+    """One scheduler instance. `await worker.run()` until `worker.stop()` or a signal."""
+
+    def __init__(self, settings: Settings, *, instance: str = "scheduler") -> None:
+        self.settings = settings
+        self.topics = Topics(settings.topic_prefix)
+        self.instance = instance
+        self.source = f"fleetplace/{instance}"
+        self.limits = DecodeLimits(
+            max_record_bytes=settings.max_record_bytes, max_depth=settings.max_json_depth
+        )
+        self.registry = CollectorRegistry()
+        self.metrics = _Metrics(self.registry)
+        self.clock = Clock(settings.clock)
+        self._assigned: set[tuple[str, int]] = set()
+        self._placement_partition: dict[str, int] = {}
+        self._placement_next: dict[int, int] = {}
+        self.processor = SchedulerProcessor(
+            SchedulerOptions(
+                addon_resync_s=settings.addon_resync_interval_s, full_resync_s=settings.resync_interval_s
+            ),
+            owns=self._owns,
+        )
+        self._stop = asyncio.Event()
+        self._need_catchup = True
+        self._placements_caught_up = False
+        self._ready = False
+        self.http: HttpServer | None = None
+        self.published = 0
+
+    # ---- ownership ------------------------------------------------------------------------
+    def _owns(self, key: str) -> bool:
+        p = self._placement_partition.get(key)
+        return p is not None and (self.topics.placements, p) in self._assigned
+
+    def _revoke(self, revoked: set[tuple[str, int]]) -> None:
+        self._assigned -= revoked
+        lost = [k for k, p in self._placement_partition.items() if (self.topics.placements, p) in revoked]
+        for key in lost:
+            self.processor.drop(key)
+            del self._placement_partition[key]
+        for _, p in revoked:
+            self._placement_next.pop(p, None)
+        log.info("partitions revoked", partitions=sorted(p for _, p in revoked), placements=len(lost))
+
+    async def _assign(self, assigned: set[tuple[str, int]]) -> None:
+        self._assigned |= assigned
+        # read the new partitions from the beginning, and catch up on decisions before evaluating
+        if assigned and self._group is not None:
+            await self._group.seek_to_beginning(*[TopicPartition(t, p) for t, p in assigned])
+        self._need_catchup = True
+        self._placements_caught_up = False
+        log.info("partitions assigned", partitions=sorted(p for _, p in assigned))
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready
+
+    async def run(self) -> None:
+        kafka = self.settings.kafka
+        broadcast = [self.topics.name(t) for t in BROADCAST]
+        if self.settings.clock == "topic":
+            broadcast.append(self.topics.clock)
+        self.producer = make_producer(kafka, linger_ms=5, max_batch_size=262144)
+        await start_client(self.producer)
+        self._group: Any = None
+        reader = BroadcastReader(kafka, broadcast, prefix=self.settings.topic_prefix, max_records=20_000)
+        try:
+            await reader.start()
+            group = make_consumer(
+                kafka,
+                group_id=self.settings.scheduler_group_id,
+                session_timeout_ms=6000,
+                heartbeat_interval_ms=1000,
+                max_poll_records=20_000,
+            )
+            await start_client(group)
+            self._group = group
+            await partitions_of(group, [self.topics.placements])
+            group.subscribe([self.topics.placements], listener=_Ownership(self))
+            self.http = HttpServer.from_settings(
+                self.settings,
+                ready=lambda: self._ready,
+                registry=self.registry,
+                debug_routes=[web.get("/debug/placements/{namespace}/{name}", self._debug)],
+            )
+            await self.http.start()
+            log.info("scheduler started", http=self.http.url, instance=self.instance)
+            try:
+                await self._loop(reader, group)
+            finally:
+                await self.http.stop()
+                with contextlib.suppress(Exception):
+                    await stop_with_leave(group, self.settings.scheduler_group_id, kafka)
+        finally:
+            await reader.stop()
+            await self.producer.stop()
+            log.info("scheduler stopped", instance=self.instance, published=self.published)
+
+    async def _loop(self, reader: BroadcastReader, group: Any) -> None:
+        while not self._stop.is_set():
+            batch, records = await asyncio.gather(
+                reader.poll(), poll(group, timeout_ms=100, max_records=20_000)
+            )
+            outgoing: list[OutgoingRecord] = []
+            for record in batch.records:
+                outgoing.extend(self._consume(record))
+            if batch.caught_up:
+                self._need_catchup = False
+                self._ready = True
+            for record in records:
+                outgoing.extend(self._consume(record))
+            if not records and not self._placements_caught_up and self._assigned:
+                self._placements_caught_up = await caught_up(group, sorted(self._assigned))
+                if self._placements_caught_up:
+                    self.processor.mark_all("startup")
+            if self._need_catchup or not self._placements_caught_up:
+                if outgoing:
+                    await send_all(self.producer, outgoing)
+                continue
+            now = self.clock.now()
+            if now is not None:
+                outgoing.extend(self._evaluate(now, reader, group))
+            if outgoing:
+                await send_all(self.producer, outgoing)  # finish the batch in hand before stopping
+            self.metrics.timers.set(len(self.processor._timer_due))
+            self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
+
+    def _consume(self, record: Record) -> list[OutgoingRecord]:
+        topic = self.topics.unprefixed(record.topic)
+        self.metrics.consumed.labels(topic).inc()
+        try:
+            decoded = decode_record(record, self.limits)
+            if topic == "clock":
+                if decoded.value is not None:
+                    self.clock.observe(decoded.value)
+                return []
+            if topic == "placements":
+                self._placement_partition[decoded.key] = record.partition
+                self._placement_next[record.partition] = record.offset + 1
+            self.processor.apply(topic, decoded.key, decoded.value)
+        except (DecodeError, ValueError, KeyError, TypeError) as e:
+            self.metrics.deadletters.labels(topic).inc()
+            log.warning(
+                "record dead-lettered",
+                topic=topic,
+                partition=record.partition,
+                offset=record.offset,
+                error=str(e),
+            )
+            return [dead_letter(record, str(e), topic=self.topics.deadletter, source=self.source)]
+        return []
+
+    def _inputs(self, reader: BroadcastReader) -> dict[str, int]:
+        inputs = reader.watermark.inputs()
+        for partition, offset in sorted(self._placement_next.items()):
+            inputs[f"placements/{partition}"] = offset
+        return inputs
+
+    def _evaluate(self, now: datetime, reader: BroadcastReader, group: Any) -> list[OutgoingRecord]:
+        self.processor.tick(now)
+        if not self.processor.dirty:
+            return []
+        inputs = self._inputs(reader)
+        t0 = time.perf_counter()
+        n = len(self.processor.dirty)
+        diffs = self.processor.evaluate(now, inputs)
+        if n:
+            self.metrics.evaluations.inc(n)
+            self.metrics.latency.observe((time.perf_counter() - t0) / n)
+        out: list[OutgoingRecord] = []
+        for diff in diffs:
+            key = diff["placement"]
+            env = new_envelope(
+                "io.fleetplace.decisions", self.source, time=now, resource_version=int(diff["seq"])
+            )
+            out.append(OutgoingRecord(self.topics.decisions, key, encode_json(diff), env.to_headers()))
+            current = self.processor.placement_decisions(key)
+            env2 = new_envelope(
+                "io.fleetplace.placement-decisions", self.source, time=now, resource_version=int(diff["seq"])
+            )
+            out.append(
+                OutgoingRecord(
+                    self.topics.placement_decisions,
+                    key,
+                    None if current is None else encode_json(current),
+                    env2.to_headers(),
+                )
+            )
+        self.metrics.diffs.inc(len(diffs))
+        self.published += len(diffs)
+        return out
+
+    async def _debug(self, request: web.Request) -> web.Response:
+        from services.commands.simulate import result_json
+        from shared.placement import schedule
+
+        key = f"{request.match_info['namespace']}/{request.match_info['name']}"
+        placement = self.processor.fleet.placements.get(key)
+        if placement is None:
+            return web.json_response({"error": f"placement '{key}' not found on this instance"}, status=404)
+        now = self.clock.now() or datetime.now(UTC)
+        result = schedule(placement, self.processor.fleet, now)
+        return web.json_response(
+            result_json(result, None, placement, self.processor.fleet, now),
+            dumps=lambda v: encode_json(v).decode(),
+        )
+
+
+async def run_worker(settings: Settings, instance: str = "scheduler") -> None:
+    worker = SchedulerWorker(settings, instance=instance)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, worker.stop)
+    await worker.run()

@@ -1,0 +1,140 @@
+"""The scheduler worker against the embedded broker, over TCP."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.bus.topics import Topics
+from tests.scheduler.harness import Bus, base_fleet, cluster, placement, running, settings_for
+
+pytestmark = pytest.mark.integration
+
+
+async def test_decisions_for_a_fleet_then_a_label_change_gives_exactly_the_expected_diff(
+    broker: str, topics: Topics
+) -> None:
+    settings = settings_for(broker, topics.prefix)
+    async with Bus(broker, topics) as bus, running(settings):
+        gold = [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"tier": "gold"}}}}]
+        await bus.publish(
+            *base_fleet(),
+            cluster("c1", {"tier": "gold"}),
+            cluster("c2", {"tier": "silver"}),
+            cluster("c3", {"tier": "gold"}),
+            placement("ns1", "gold", predicates=gold),
+            placement("ns1", "two", numberOfClusters=2),
+        )
+        await bus.wait_for(lambda: len(bus.latest()) == 2, what="two placements decided")
+        latest = bus.latest()
+        assert latest["ns1/gold"]["decisions"] == ["c1", "c3"]
+        assert latest["ns1/two"]["decisions"] == ["c1", "c2"]
+        before = len(bus.decisions)
+
+        await bus.publish(cluster("c2", {"tier": "gold"}))
+        await bus.wait_for(lambda: bus.latest()["ns1/gold"]["seq"] == 2, what="the gold diff")
+        diff = bus.latest()["ns1/gold"]
+        assert (diff["added"], diff["removed"], diff["decisions"]) == (["c2"], [], ["c1", "c2", "c3"])
+        assert diff["trigger"] == {"kind": "cluster", "key": "c2"}
+        # the watermark covers all four cluster records (three clusters and the update)
+        assert sum(v for k, v in diff["inputs"].items() if k.startswith("clusters/")) == 4
+        # "two" keeps c1, c2: a label change it does not care about publishes nothing for it
+        assert len(bus.decisions) == before + 1
+
+
+async def test_toleration_expiry_moves_the_workload_when_the_clock_passes_it(
+    broker: str, topics: Topics
+) -> None:
+    settings = settings_for(broker, topics.prefix, clock="topic")
+    async with Bus(broker, topics) as bus:
+        await bus.set_clock("2026-01-01T00:00:00Z")
+        async with running(settings):
+            taint = {
+                "key": "cluster.open-cluster-management.io/unreachable",
+                "effect": "NoSelect",
+                "timeAdded": "2026-01-01T00:00:00Z",
+            }
+            tol = [
+                {
+                    "key": "cluster.open-cluster-management.io/unreachable",
+                    "operator": "Exists",
+                    "tolerationSeconds": 5,
+                }
+            ]
+            await bus.publish(
+                *base_fleet(),
+                cluster("c1", taints=[taint]),
+                cluster("c2"),
+                placement("ns1", "p", tolerations=tol),
+            )
+            await bus.wait_for(lambda: "ns1/p" in bus.latest(), what="first decision")
+            first = bus.latest()["ns1/p"]
+            assert first["decisions"] == ["c1", "c2"]
+            assert first["nextRequeueAt"] == "2026-01-01T00:00:05Z"
+            await bus.set_clock("2026-01-01T00:00:04Z")
+            await bus.set_clock("2026-01-01T00:00:05Z")
+            await bus.wait_for(lambda: bus.latest()["ns1/p"]["seq"] == 2, what="expiry diff")
+            diff = bus.latest()["ns1/p"]
+            assert diff["removed"] == ["c1"] and diff["trigger"]["kind"] == "toleration-expired"
+            assert diff["evaluatedAt"] == "2026-01-01T00:00:05Z"
+
+
+async def test_addon_placements_are_reevaluated_by_the_resync(broker: str, topics: Topics) -> None:
+    settings = settings_for(broker, topics.prefix, clock="topic", addon_resync_interval_s=300)
+    async with Bus(broker, topics) as bus:
+        await bus.set_clock("2026-01-01T00:00:00Z")
+        async with running(settings) as worker:
+            cfg = [
+                {
+                    "scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "demo", "scoreName": "s"}},
+                    "weight": 1,
+                }
+            ]
+            await bus.publish(
+                *base_fleet(),
+                cluster("c1"),
+                cluster("c2"),
+                placement(
+                    "ns1", "p", numberOfClusters=1, prioritizerPolicy={"mode": "Exact", "configurations": cfg}
+                ),
+            )
+            await bus.wait_for(lambda: "ns1/p" in bus.latest(), what="first decision")
+            evaluations = worker.metrics.evaluations._value.get()
+            await bus.set_clock("2026-01-01T00:05:00Z")
+            await bus.wait_for(lambda: worker.metrics.evaluations._value.get() > evaluations, what="resync")
+            assert bus.latest()["ns1/p"]["seq"] == 1  # same answer: nothing published
+
+
+async def test_bad_records_go_to_deadletter_and_the_worker_keeps_going(broker: str, topics: Topics) -> None:
+    settings = settings_for(broker, topics.prefix)
+    async with Bus(broker, topics) as bus, running(settings):
+        await bus.publish(*base_fleet(), cluster("c1"))
+        await bus.send("clusters", "broken", b"{not json")
+        await bus.send(
+            "placements",
+            "ns1/bad",
+            b'{"kind": "Placement", "metadata": {"namespace": "ns1", "name": "bad"}, "spec": {"numberOfClusters": "x"}}',
+        )
+        await bus.send("clusters", b"\xff\xfe", b"{}")
+        await bus.publish(placement("ns1", "good"))
+        await bus.wait_for(lambda: "ns1/good" in bus.latest(), what="the good placement")
+        await bus.wait_for(lambda: len(bus.deadletters) >= 3, what="three dead letters")
+        reasons = {d["topic"].removeprefix(topics.prefix): d["error"] for d in bus.deadletters}
+        assert "not valid JSON" in reasons["clusters"] or "UTF-8" in reasons["clusters"]
+        assert "numberOfClusters" in reasons["placements"]
+        assert all(d["value_b64"] is not None for d in bus.deadletters)
+
+
+async def test_restart_publishes_nothing_when_nothing_changed(broker: str, topics: Topics) -> None:
+    settings = settings_for(broker, topics.prefix)
+    async with Bus(broker, topics) as bus:
+        async with running(settings):
+            await bus.publish(
+                *base_fleet(), cluster("c1"), cluster("c2"), placement("ns1", "a"), placement("ns1", "b")
+            )
+            await bus.wait_for(lambda: len(bus.latest()) == 2, what="decisions")
+        count = len(bus.decisions)
+        async with running(settings) as worker:
+            await bus.wait_for(
+                lambda: worker.metrics.evaluations._value.get() >= 2, what="startup evaluation"
+            )
+        assert len(bus.decisions) == count
