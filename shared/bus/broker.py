@@ -181,7 +181,7 @@ class EmbeddedBroker:
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 # Tansu exits with 0 on AddrInUse: the log, not the status, says what happened.
-                drainer.join(timeout=1.0)
+                _terminate(process, self._stop_timeout_s, drainer)  # reaps it and closes the pipe
                 if any(_PORT_IN_USE_MARKER in line for line in self._log):
                     raise BrokerPortInUseError(f"port {port} on {self.host} is in use")
                 raise BrokerError(

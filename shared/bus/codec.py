@@ -21,6 +21,7 @@ from shared.bus.errors import (
     RecordTooLargeError,
 )
 from shared.bus.records import Record
+from shared.settings import Settings
 
 JSONValue = Union[dict[str, "JSONValue"], list["JSONValue"], str, int, float, bool, None]  # noqa: UP007
 JSONObject = dict[str, JSONValue]
@@ -38,6 +39,11 @@ class DecodeLimits:
 
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     max_depth: int = DEFAULT_MAX_JSON_DEPTH
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DecodeLimits:
+        """FLEETPLACE_MAX_RECORD_BYTES and FLEETPLACE_MAX_JSON_DEPTH."""
+        return cls(max_record_bytes=settings.max_record_bytes, max_depth=settings.max_json_depth)
 
 
 DEFAULT_LIMITS = DecodeLimits()

@@ -104,3 +104,6 @@ def test_broker_command_prints_bootstrap_and_stops_cleanly_on_sigterm() -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()

@@ -107,3 +107,10 @@ def test_decode_record_requires_a_key_and_passes_tombstones() -> None:
         decode_record(_record(None, b"{}"))
     decoded = decode_record(_record(b"c1", None))
     assert decoded.key == "c1" and decoded.is_tombstone
+
+
+def test_limits_come_from_settings() -> None:
+    from shared.settings import Settings
+
+    limits = DecodeLimits.from_settings(Settings(max_record_bytes=10, max_json_depth=3))
+    assert limits == DecodeLimits(max_record_bytes=10, max_depth=3)
