@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
                     for record in batch.records:
                         if placement is not None and record.key != placement:
                             continue
-                        value = decode_object(record.value)
+                        value: dict[str, Any] | None = decode_object(record.value)
                         if value is None:
                             continue
                         if output == "json":
