@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -100,9 +101,7 @@ async def test_sigkilled_worker_is_replaced_and_every_decision_is_right(broker: 
             for d in bus.decisions:
                 by_key[d["placement"]].append(d["decisions"])
             for key, states in by_key.items():
-                assert all(a != b for a, b in zip(states, states[1:], strict=False)), (
-                    f"{key}: same state twice"
-                )
+                assert all(a != b for a, b in itertools.pairwise(states)), f"{key}: same state twice"
     finally:
         for w in (w1, w2):
             if w.poll() is None:
