@@ -309,7 +309,7 @@ class BroadcastReader:
         *,
         prefix: str = "",
         max_records: int = 10_000,
-        poll_timeout_ms: int = 200,
+        poll_timeout_ms: int = 100,
         **consumer_overrides: Any,
     ) -> None:
         self._kafka = kafka
