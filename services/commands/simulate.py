@@ -17,6 +17,7 @@ import orjson
 import typer
 from pydantic import TypeAdapter, ValidationError
 
+from shared.api.admission import admit
 from shared.api.objects import ObjectError, documents_of, parse_object
 from shared.api.ocm import OcmObject, Placement, PlacementDecision
 from shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
@@ -48,10 +49,15 @@ def parse_time(text: Any, where: str, field: str) -> datetime:
     return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
 
 
-def _objects(docs: Sequence[tuple[str, Any]]) -> list[tuple[OcmObject, Mapping[str, Any]]]:
+def _objects(
+    docs: Sequence[tuple[str, Any]], admission: bool = False
+) -> list[tuple[OcmObject, Mapping[str, Any]]]:
+    """Parse documents as written, or (admission) as an API server would store them."""
     out = []
     for where, doc in docs:
         try:
+            if admission and isinstance(doc, Mapping):
+                doc = admit(doc, where)
             out.append((parse_object(doc, where), doc))
         except ObjectError as e:
             raise InputError(str(e)) from None
@@ -62,7 +68,7 @@ def _is_scenario(doc: Any) -> bool:
     return isinstance(doc, Mapping) and "objects" in doc and "kind" not in doc
 
 
-def _scenario(doc: Mapping[str, Any], where: str) -> Scenario:
+def _scenario(doc: Mapping[str, Any], where: str, admission: bool = False) -> Scenario:
     objs = doc.get("objects")
     if not isinstance(objs, list):
         raise InputError(f"{where}: objects: expected a list of Kubernetes objects")
@@ -72,10 +78,12 @@ def _scenario(doc: Mapping[str, Any], where: str) -> Scenario:
     if placement is not None and (not isinstance(placement, str) or placement.count("/") != 1):
         raise InputError(f"{where}: placement: expected 'namespace/name', got {placement!r}")
     docs = [(f"{where}: objects[{i}]", o) for i, o in enumerate(objs)]
-    return Scenario(where, name if isinstance(name, str) else None, now, placement, _objects(docs), doc)
+    return Scenario(
+        where, name if isinstance(name, str) else None, now, placement, _objects(docs, admission), doc
+    )
 
 
-def scenarios_of(text: str, where: str) -> Iterator[Scenario | InputError]:
+def scenarios_of(text: str, where: str, admission: bool = False) -> Iterator[Scenario | InputError]:
     """One file: a scenario, an array of scenarios, or plain objects (one scenario)."""
     try:
         docs = list(documents_of(text, where))
@@ -86,12 +94,12 @@ def scenarios_of(text: str, where: str) -> Iterator[Scenario | InputError]:
         for i, (_, d) in enumerate(docs):
             label = where if len(docs) == 1 else f"{where}[{i}]"
             try:
-                yield _scenario(d, label)
+                yield _scenario(d, label, admission)
             except InputError as e:
                 yield e
         return
     try:
-        yield Scenario(where, None, None, None, _objects(docs))
+        yield Scenario(where, None, None, None, _objects(docs, admission))
     except InputError as e:
         yield e
 
@@ -177,7 +185,7 @@ def _delete_ref(item: Any, where: str) -> tuple[str, str, str]:
     return item["kind"], ns, item["name"]
 
 
-def run_sequence(seq: Any, where: str) -> Iterator[dict[str, Any]]:
+def run_sequence(seq: Any, where: str, admission: bool = False) -> Iterator[dict[str, Any]]:
     """The worker's stepwise semantics without a bus (issue: simulate --sequence).
 
     After each step (deletes, then upserts, then the clock moves) every existing placement is
@@ -200,7 +208,7 @@ def run_sequence(seq: Any, where: str) -> Iterator[dict[str, Any]]:
     objs = initial.get("objects") or []
     if not isinstance(objs, list):
         raise InputError(f"{where}.initial.objects: expected a list")
-    for obj, raw in _objects([(f"{where}.initial.objects[{i}]", o) for i, o in enumerate(objs)]):
+    for obj, raw in _objects([(f"{where}.initial.objects[{i}]", o) for i, o in enumerate(objs)], admission):
         apply_object(engine.fleet, obj, raw)
     # validate every step before producing output, so a bad step fails the whole sequence cleanly
     parsed: list[tuple[datetime, list[tuple[str, str, str]], list[tuple[OcmObject, Mapping[str, Any]]]]] = []
@@ -210,7 +218,9 @@ def run_sequence(seq: Any, where: str) -> Iterator[dict[str, Any]]:
             raise InputError(f"{at}: expected an object")
         t = parse_time(step["now"], at, "now") if step.get("now") is not None else None
         deletes = [_delete_ref(d, f"{at}.delete[{j}]") for j, d in enumerate(step.get("delete") or [])]
-        upserts = _objects([(f"{at}.upsert[{j}]", o) for j, o in enumerate(step.get("upsert") or [])])
+        upserts = _objects(
+            [(f"{at}.upsert[{j}]", o) for j, o in enumerate(step.get("upsert") or [])], admission
+        )
         parsed.append((t or now, deletes, upserts))
         now = t or now
     for i, (t, deletes, upserts) in enumerate(parsed):
@@ -255,7 +265,7 @@ def _table(line: dict[str, Any]) -> None:
     console.print(table)
 
 
-def _sequences(path: Path, output: str) -> None:
+def _sequences(path: Path, output: str, admission: bool) -> None:
     where = str(path)
     try:
         data = orjson.loads(path.read_bytes())
@@ -271,7 +281,7 @@ def _sequences(path: Path, output: str) -> None:
     for i, seq in enumerate(data):
         label = f"{where}[{i}]"
         try:
-            lines = list(run_sequence(seq, label))
+            lines = list(run_sequence(seq, label, admission))
         except InputError as e:
             failed = True
             typer.echo(f"error: {e}", err=True)
@@ -300,6 +310,13 @@ def register(app: typer.Typer) -> None:
             typer.Option("--now", help="RFC 3339 time of evaluation (default: the scenario's, else now)."),
         ] = None,
         output: Annotated[str, typer.Option("--output", "-o", help="json (JSON Lines) or table.")] = "json",
+        admission: Annotated[
+            bool,
+            typer.Option(
+                "--admission/--as-written",
+                help="Apply the CRD defaults and validation an API server would (default: objects as written).",
+            ),
+        ] = False,
         sequence: Annotated[
             Path | None, typer.Option("--sequence", help="JSON array of step sequences to run offline.")
         ] = None,
@@ -319,7 +336,7 @@ def register(app: typer.Typer) -> None:
         failed = False
         write = sys.stdout.buffer.write
         if sequence is not None:
-            _sequences(sequence, output)
+            _sequences(sequence, output, admission)
             return
         if not paths:
             typer.echo("error: give at least one PATH (or --sequence FILE)", err=True)
@@ -330,7 +347,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
         for where, text in sources:
-            for sc in scenarios_of(text, where):
+            for sc in scenarios_of(text, where, admission):
                 try:
                     if isinstance(sc, InputError):
                         raise sc

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
+from shared.api.admission import admit
 from shared.api.objects import ObjectError, parse_object
 from shared.api.ocm import (
     AddOnPlacementScore,
@@ -167,12 +168,14 @@ class SchedulerProcessor:
         else:
             raise InvalidRecord(f"topic {topic!r} is not an input of the scheduler")
 
-    def _parse(self, topic: str, key: str, value: Mapping[str, Any]) -> Any:
+    def _parse(self, topic: str, key: str, value: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
         kind = STATE_TOPICS[topic]
         if value.get("kind") != kind:
             raise InvalidRecord(f"{topic}: expected kind {kind}, got {value.get('kind')!r}")
         try:
-            obj = parse_object(value, f"{topic}/{key}")
+            # the API server's defaults and validation, so the bus means what a cluster would
+            admitted = admit(value, f"{topic}/{key}")
+            obj = parse_object(admitted, f"{topic}/{key}")
         except ObjectError as e:
             raise InvalidRecord(str(e)) from None
         meta = obj.metadata
@@ -183,7 +186,7 @@ class SchedulerProcessor:
         )
         if key != expected:
             raise InvalidRecord(f"{topic}: key {key!r} does not match the object ({expected!r})")
-        return obj
+        return obj, admitted
 
     @staticmethod
     def _split(key: str) -> tuple[str, str]:
@@ -196,10 +199,10 @@ class SchedulerProcessor:
         if value is None:
             self._delete_state(topic, key)
             return
-        obj = self._parse(topic, key, value)
+        obj, admitted = self._parse(topic, key, value)
         if isinstance(obj, ManagedCluster):
             old = self.fleet.clusters.get(key)
-            self._raw_clusters[key] = dict(value)
+            self._raw_clusters[key] = admitted
             self._refresh_cluster(key)
             self._dirty_for_cluster(key, old.labels if old else None, Trigger("cluster", key))
         elif isinstance(obj, AddOnPlacementScore):
@@ -209,9 +212,6 @@ class SchedulerProcessor:
             self.fleet.upsert_set(obj)
             self._dirty_for_set(key, Trigger("clusterset", key))
         elif isinstance(obj, ManagedClusterSetBinding):
-            if obj.spec.cluster_set and obj.spec.cluster_set != obj.metadata.name:
-                # the registration webhook forces name == spec.clusterSet (spec §1.3)
-                raise InvalidRecord(f"clustersetbindings/{key}: metadata.name must equal spec.clusterSet")
             self.fleet.upsert_binding(obj)
             self._bindings_by_set.setdefault(obj.metadata.name, set()).add(obj.metadata.namespace)
             self._dirty_for_binding(obj.metadata.namespace, obj.metadata.name, Trigger("binding", key))
