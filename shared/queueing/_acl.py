@@ -1,0 +1,75 @@
+"""Queue ACLs: the two syntax checks of spec §4.2 and the parse and evaluation of spec §9."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shared.queueing._names import go_fields, go_trim_space, is_acl_group, is_acl_user
+
+_WILDCARD = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class ACL:
+    """Who an ACL admits: everybody, or the listed users and groups (exact, case-sensitive)."""
+
+    everybody: bool = False
+    users: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+
+    def admits(self, user: str, groups: Sequence[str]) -> bool:
+        if self.everybody or user in self.users:
+            return True
+        return not self.groups.isdisjoint(groups)
+
+
+NOBODY = ACL()
+
+
+def coarse_problem(text: str) -> str | None:
+    """YuniKorn's validator check (spec §4.2): more than two white-space separated fields."""
+    trimmed = go_trim_space(text)
+    if trimmed in ("", _WILDCARD):
+        return None
+    if len(go_fields(trimmed)) > 2:
+        return f"ACL {text!r} has more than two space-separated parts (users, then groups)"
+    return None
+
+
+def strict_problem(text: str) -> str | None:
+    """The check made when the queue is built (spec §4.2): split on *single* spaces, before any
+    wildcard test — so `"  "`, `" a b"` and `" * "` pass the coarse check and fail here."""
+    if text != "" and len(text.split(" ")) > 2:
+        return f"ACL {text!r} splits on single spaces into more than two parts"
+    return None
+
+
+def parse_acl(text: str) -> ACL:
+    """Parse an ACL that passed both checks (spec §9.1).
+
+    The wildcard counts only as the whole trimmed string, the whole user part or the whole
+    group part; invalid and empty entries are skipped and duplicates collapse.
+    """
+    if text == "":
+        return NOBODY
+    parts = text.split(" ")
+    if len(parts) > 2:
+        raise ValueError(strict_problem(text))
+    everybody = go_trim_space(text) == _WILDCARD
+    user_list = parts[0].split(",")
+    users: frozenset[str] = frozenset()
+    if user_list == [_WILDCARD]:
+        everybody = True
+    else:
+        users = frozenset(u for u in user_list if u and is_acl_user(u))
+    groups: frozenset[str] = frozenset()
+    if len(parts) == 2 and not everybody:
+        group_list = parts[1].split(",")
+        if group_list == [_WILDCARD]:
+            # a wildcard group list admits everybody and discards the user list (§9.1)
+            return ACL(everybody=True)
+        groups = frozenset(g for g in group_list if g and is_acl_group(g))
+    if everybody:
+        return ACL(everybody=True)
+    return ACL(users=users, groups=groups)

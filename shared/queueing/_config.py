@@ -1,0 +1,348 @@
+"""Parse and validate a partition config into immutable queue specs and rule objects (spec §2–§4).
+
+Everything is checked before anything is built, and every problem is collected with its field
+path: a config with any problem is rejected whole (`ConfigError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import ValidationError
+
+from shared.api.queues import PartitionConfig, PlacementRuleConfig, QueueConfig, SchedulerConfig
+from shared.queueing._acl import ACL, NOBODY, coarse_problem, parse_acl, strict_problem
+from shared.queueing._decode import decode_document
+from shared.queueing._errors import ConfigError, ConfigProblem
+from shared.queueing._filter import build_filter, single_entry_problem, type_problem
+from shared.queueing._names import ROOT, go_lower, invalid_levels, is_queue_name, is_rule_name
+from shared.queueing._rules import RULE_TYPES, FixedRule, ProvidedRule, Rule, TagRule
+from shared.queueing._static_check import static_path_problem
+from shared.queueing._tree import QueueSpec
+
+DEFAULT_PARTITION = "default"
+
+# Spec §4.6: what YuniKorn runs with when there is no configuration at all.
+DEFAULT_CONFIG_YAML = """\
+partitions:
+  - name: default
+    placementrules:
+      - name: tag
+        value: namespace
+        create: true
+    queues:
+      - name: root
+        submitacl: '*'
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSpec:
+    """One validated partition: its configured queue tree and its rules (without recovery)."""
+
+    name: str
+    root: QueueSpec
+    rules: tuple[Rule, ...]
+    # names of the tags any rule reads: they are all a decision can depend on among the tags
+    tag_names: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueingConfig:
+    """A validated configuration: partitions by name (as normalised in spec §2.1)."""
+
+    partitions: Mapping[str, PartitionSpec]
+
+
+def parse_config(source: str | bytes | Mapping[str, Any] | SchedulerConfig | None) -> QueueingConfig:
+    """Decode (YAML or JSON text, or an already decoded mapping) and validate a config.
+
+    `None` or an empty document means "no configuration at all": the default of spec §4.6.
+    Raises `ConfigError` listing every problem when the config is not acceptable.
+    """
+    if isinstance(source, str | bytes):
+        source = decode_document(source)
+    if source is None:
+        source = decode_document(DEFAULT_CONFIG_YAML)
+    if isinstance(source, SchedulerConfig):
+        document = source
+    else:
+        try:
+            document = SchedulerConfig.model_validate(source)
+        except ValidationError as e:
+            raise ConfigError(_shape_problems(e)) from None
+    problems: list[ConfigProblem] = []
+    partitions = _partitions(document, problems)
+    if problems:
+        raise ConfigError(problems)
+    return QueueingConfig(MappingProxyType(partitions))
+
+
+# -- shape (§4.1) ------------------------------------------------------------------------------
+
+_EXPECTED = {
+    "bool_type": "a boolean (true or false)",
+    "bool_parsing": "a boolean (true or false)",
+    "string_type": "a string",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "int_type": "a non-negative integer",
+    "greater_than_equal": "a non-negative integer",
+    "float_type": "a number",
+}
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if value is None:
+        return "null"
+    return repr(getattr(value, "text", value))
+
+
+def _loc_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def _shape_problems(error: ValidationError) -> list[ConfigProblem]:
+    problems = []
+    for e in error.errors(include_url=False):
+        path = _loc_path(tuple(e["loc"]))
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            reason = "unknown key (YuniKorn decodes its configuration strictly)"
+        elif kind in _EXPECTED:
+            reason = f"must be {_EXPECTED[kind]}, not {_described(e.get('input'))}"
+            if path.endswith(".parent") and kind == "model_type":
+                reason += " (a parent rule is a single rule mapping, not a list)"
+        else:
+            reason = e["msg"]
+        problems.append(ConfigProblem(path, reason))
+    return problems
+
+
+# -- partitions and queues (§2.1, §2.2, §4.2) --------------------------------------------------
+
+
+def _partitions(document: SchedulerConfig, problems: list[ConfigProblem]) -> dict[str, PartitionSpec]:
+    specs: dict[str, PartitionSpec] = {}
+    seen: dict[str, int] = {}
+    for i, partition in enumerate(document.partitions or ()):
+        where = f"partitions[{i}]"
+        name = partition.name
+        if name == "" or go_lower(name) == DEFAULT_PARTITION:
+            name = DEFAULT_PARTITION
+        if go_lower(name) in seen:
+            problems.append(
+                ConfigProblem(
+                    f"{where}.name",
+                    f"duplicate partition name {name!r} (equal ignoring case to partitions[{seen[go_lower(name)]}])",
+                )
+            )
+        seen.setdefault(go_lower(name), i)
+        root = _root(partition, where, problems)
+        rules = _partition_rules(partition, where, root, problems)
+        if root is not None:
+            specs[name] = PartitionSpec(name, root, rules, _tag_names(rules))
+    return specs
+
+
+def _root(partition: PartitionConfig, where: str, problems: list[ConfigProblem]) -> QueueSpec | None:
+    top = partition.queues
+    if top is None:
+        problems.append(
+            ConfigProblem(f"{where}.queues", "is required: a partition must configure its queues")
+        )
+        return None
+    if len(top) == 1 and go_lower(top[0].name) == ROOT:
+        # the one top-level queue named root (any case) is the root, forced to be a parent
+        listed = top[0]
+        root_where = f"{where}.queues[0]"
+        if listed.name != ROOT:
+            # quirk (§2.2): validation passes, then YuniKorn fails to create the partition
+            problems.append(
+                ConfigProblem(
+                    f"{root_where}.name", f"the root queue must be named exactly 'root', not {listed.name!r}"
+                )
+            )
+        if listed.resources is not None and (
+            listed.resources.guaranteed is not None or listed.resources.max is not None
+        ):
+            problems.append(
+                ConfigProblem(f"{root_where}.resources", "the root queue must not have resources")
+            )
+        return QueueSpec(
+            name=ROOT,
+            configured_name=listed.name,
+            parent_flag=True,
+            submit_acl=_acl(listed.submitacl, f"{root_where}.submitacl", problems),
+            admin_acl=_acl(listed.adminacl, f"{root_where}.adminacl", problems),
+            children=_children(listed.queues or [], f"{root_where}.queues", problems),
+        )
+    # anything else gets a root without ACLs inserted above it
+    return QueueSpec(ROOT, ROOT, True, NOBODY, NOBODY, _children(top, f"{where}.queues", problems))
+
+
+def _children(queues: list[QueueConfig], where: str, problems: list[ConfigProblem]) -> tuple[QueueSpec, ...]:
+    specs = []
+    seen: dict[str, int] = {}
+    for j, queue in enumerate(queues):
+        queue_where = f"{where}[{j}]"
+        if not is_queue_name(queue.name):
+            problems.append(
+                ConfigProblem(
+                    f"{queue_where}.name",
+                    f"invalid queue name {queue.name!r}: 1 to 64 of a-z A-Z 0-9 _ - : # / @, no dots",
+                )
+            )
+        lowered = go_lower(queue.name)
+        if lowered in seen:
+            problems.append(
+                ConfigProblem(
+                    f"{queue_where}.name",
+                    f"duplicate queue name {queue.name!r} (equal ignoring case to {where}[{seen[lowered]}])",
+                )
+            )
+        seen.setdefault(lowered, j)
+        specs.append(
+            QueueSpec(
+                name=lowered,
+                configured_name=queue.name,
+                parent_flag=queue.parent,
+                submit_acl=_acl(queue.submitacl, f"{queue_where}.submitacl", problems),
+                admin_acl=_acl(queue.adminacl, f"{queue_where}.adminacl", problems),
+                children=_children(queue.queues or [], f"{queue_where}.queues", problems),
+            )
+        )
+    return tuple(specs)
+
+
+def _acl(text: str, where: str, problems: list[ConfigProblem]) -> ACL:
+    problem = coarse_problem(text) or strict_problem(text)
+    if problem is not None:
+        problems.append(ConfigProblem(where, problem))
+        return NOBODY
+    return parse_acl(text)
+
+
+# -- rules (§4.3, §4.4, §4.5) ------------------------------------------------------------------
+
+
+def _partition_rules(
+    partition: PartitionConfig, where: str, root: QueueSpec | None, problems: list[ConfigProblem]
+) -> tuple[Rule, ...]:
+    configured = partition.placementrules or []
+    if not configured:
+        # §4.6: no rules means one implicit `provided` rule without create
+        return (ProvidedRule(create=False),)
+    rules = []
+    for j, config in enumerate(configured):
+        rule_where = f"{where}.placementrules[{j}]"
+        before = len(problems)
+        rule = _rule(config, rule_where, problems)
+        # the static check only makes sense for a chain that is otherwise well formed
+        if len(problems) == before and root is not None:
+            problem = static_path_problem(config, root)
+            if problem is not None:
+                problems.append(ConfigProblem(rule_where, problem))
+        if rule is not None:
+            rules.append(rule)
+    return tuple(rules)
+
+
+def _rule(config: PlacementRuleConfig, where: str, problems: list[ConfigProblem]) -> Rule | None:
+    """Check one rule and its parents (syntax §4.3, construction §4.5); build it if it is sound."""
+    before = len(problems)
+    name_ok = is_rule_name(config.name)
+    if not name_ok:
+        problems.append(
+            ConfigProblem(f"{where}.name", f"invalid rule name {config.name!r}: a rule name is an identifier")
+        )
+    parent = _rule(config.parent, f"{where}.parent", problems) if config.parent is not None else None
+    if config.filter is not None:
+        _filter_problems(config, f"{where}.filter", problems)
+    kind = go_lower(config.name)
+    if name_ok and kind == "recovery":
+        problems.append(
+            ConfigProblem(
+                f"{where}.name", "'recovery' is reserved: the recovery rule is implicit and always last"
+            )
+        )
+    elif name_ok and kind not in RULE_TYPES:
+        problems.append(
+            ConfigProblem(
+                f"{where}.name", f"unknown rule type {config.name!r}: expected provided, user, fixed or tag"
+            )
+        )
+    value = go_lower(config.value)
+    if kind == "fixed":
+        problem = _fixed_value_problem(value, has_parent=config.parent is not None)
+        if problem is not None:
+            problems.append(ConfigProblem(f"{where}.value", problem))
+    elif kind == "tag" and value == "":
+        problems.append(ConfigProblem(f"{where}.value", "a tag rule needs the tag name in value"))
+    if len(problems) != before:
+        return None
+    common: dict[str, Any] = {
+        "create": config.create,
+        "filter": build_filter(config.filter),
+        "parent": parent,
+    }
+    if kind == "fixed":
+        return FixedRule(value=value, **common)
+    if kind == "tag":
+        return TagRule(tag_name=value, **common)
+    return RULE_TYPES[kind](**common)
+
+
+def _fixed_value_problem(value: str, *, has_parent: bool) -> str | None:
+    if value == "":
+        return "a fixed rule needs a queue name in value"
+    if value.startswith(ROOT) and value != ROOT and not value.startswith(f"{ROOT}."):
+        # service decision (§4.5): YuniKorn takes `rootqueue` as qualified and then misbehaves
+        return f"queue {value!r} starts with 'root' but is neither 'root' nor 'root.<path>'"
+    bad = invalid_levels(value)
+    if bad:
+        return f"queue {value!r} has invalid queue names {bad}"
+    if has_parent and (value == ROOT or value.startswith(f"{ROOT}.")):
+        return f"a fixed rule with the fully qualified queue {value!r} cannot have a parent rule"
+    return None
+
+
+def _filter_problems(config: PlacementRuleConfig, where: str, problems: list[ConfigProblem]) -> None:
+    assert config.filter is not None
+    problem = type_problem(config.filter.type)
+    if problem is not None:
+        problems.append(ConfigProblem(f"{where}.type", problem))
+    for kind, entries in (("user", config.filter.users), ("group", config.filter.groups)):
+        if len(entries) == 1:
+            problem = single_entry_problem(entries[0], kind=kind)
+            if problem is not None:
+                problems.append(ConfigProblem(f"{where}.{kind}s[0]", problem))
+
+
+def _tag_names(rules: tuple[Rule, ...]) -> tuple[str, ...]:
+    names: set[str] = set()
+    for top in rules:
+        rule: Rule | None = top
+        while rule is not None:
+            if isinstance(rule, TagRule):
+                names.add(rule.tag_name)
+            rule = rule.parent
+    return tuple(sorted(names))
