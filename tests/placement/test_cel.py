@@ -441,6 +441,24 @@ def test_url_and_ip_libraries() -> None:
     )
 
 
+def test_dyn_values_defer_type_errors_to_run_time() -> None:
+    # the same mistakes through dyn data compile (cel-go) and simply do not match
+    raw = cluster(labels={"n": "1"})
+    compile_cel('managedCluster.metadata.labels["n"] == 1')
+    assert not matches('managedCluster.metadata.labels["n"] == 1', raw)
+    assert matches('managedCluster.metadata.labels["n"] != 1', raw)
+    assert not matches('managedCluster.metadata.labels["n"] > 0', raw)
+
+
+def test_format_library() -> None:
+    assert matches('!format.dns1123Label().validate("my-name").hasValue()')
+    assert matches('format.dns1123Label().validate("My_Name").value().size() == 1')
+    assert matches('format.named("labelValue").value().validate("ok") == optional.none()')
+    assert matches('!format.named("nope").hasValue()')
+    assert matches('!format.qualifiedName().validate("example.com/MyName").hasValue()')
+    assert matches('format.dns1035Label().validate("1abc").hasValue()')
+
+
 def test_standard_conversions_and_timestamps() -> None:
     assert matches('int("42") == 42 && uint(3) == 3u && double("1.5") == 1.5 && string(2.0) == "2"')
     assert matches('string(1e6) == "1e+06" && string(123456.0) == "123456" && bool("true")')
@@ -548,6 +566,15 @@ def _cost(expr: str) -> int:
         "let x = 1",
         '"unterminated',
         "true ? 1 : 'a'",
+        '[1, 2].exists(x, x == "a")',
+        '{"a": 1}.all(k, k == 1)',
+        "[1, 2, 3][1u] == 2",
+        '1 in ["a"]',
+        '[1] + ["a"] == [1]',
+        'optional.of(1).value() == "a"',
+        '"x".matches(1)',
+        "[1, 2].all(x, x)",
+        'format.nosuchformat().validate("x")',
     ],
 )
 def test_compile_errors_start_with_compilation_failed(expr: str) -> None:

@@ -3,6 +3,6 @@
 Importing the library modules registers their functions; keep the list complete.
 """
 
-from shared.placement._cel import ext_kubernetes, ext_ocm, ext_strings, stdlib
+from shared.placement._cel import ext_format, ext_kubernetes, ext_ocm, ext_strings, stdlib
 
-__all__ = ["ext_kubernetes", "ext_ocm", "ext_strings", "stdlib"]
+__all__ = ["ext_format", "ext_kubernetes", "ext_ocm", "ext_strings", "stdlib"]

@@ -293,7 +293,8 @@ def parse_timestamp(text: str) -> Timestamp:
 def format_timestamp(ts: Timestamp) -> str:
     seconds, nanos = divmod(ts.ns, 10**9)
     dt = _EPOCH + timedelta(seconds=seconds)
-    text = dt.strftime("%Y-%m-%dT%H:%M:%S")
+    # not strftime: glibc does not zero-pad years before 1000
+    text = f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
     if nanos:
         text += "." + f"{nanos:09d}".rstrip("0")
     return text + "Z"

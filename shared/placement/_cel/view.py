@@ -104,7 +104,8 @@ def _time(v: Any, path: str) -> str | None:
         utc = datetime.fromtimestamp(epoch, tz=UTC)
     except (OverflowError, ValueError, OSError) as e:
         raise ViewError(f"{path}: time out of range") from e
-    return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # not strftime: glibc does not zero-pad years before 1000
+    return f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}Z"
 
 
 def _quantity(v: Any, path: str) -> str:
