@@ -234,7 +234,12 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
     groups, group_error = build_groups(strategy, selected, fleet.clusters)
     final = status
     if group_error is not None:
+        # OCM deletes every PD here yet reports the selection as scheduled (spec §7.4). We treat
+        # it like every other misconfiguration instead: the selection is emptied, one empty
+        # group remains, and the status says so (docs/compatibility.md).
         final = Status(Code.MISCONFIGURED, "", group_error)
+        selected = ()
+        groups = [DecisionGroupResult("", 0, ())]
     pages = paginate(meta.name, groups)
 
     conditions = (
