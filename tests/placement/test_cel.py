@@ -400,6 +400,14 @@ def test_kubernetes_lists_and_regex() -> None:
     assert matches('"abc".find("x") == ""')
 
 
+def test_regular_expressions_use_re2_syntax() -> None:
+    # cel-go compiles Go RE2: POSIX classes and \pL work, look-arounds are errors
+    assert matches('"abc".matches("^[[:alpha:]]+$")')
+    assert matches('"αβγ".matches("^\\\\pL+\\\\z")')
+    assert not matches('"ab".matches("a(?=b)")')
+    assert not matches('!"ab".matches("a(?=b)")')
+
+
 def test_quantity_library() -> None:
     raw = cluster(status={"allocatable": {"cpu": "2000m", "memory": "1024Mi"}})
     assert matches(

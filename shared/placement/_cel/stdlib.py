@@ -11,6 +11,8 @@ from functools import lru_cache
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import re2  # type: ignore[import-untyped]
+
 from shared.placement._cel.library import Frame, function, size_cost
 from shared.placement._cel.operators import format_double, format_duration, no_overload
 from shared.placement._cel.values import (
@@ -26,19 +28,23 @@ from shared.placement._cel.values import (
     type_name,
 )
 
-# -- regular expressions (RE2 in cel-go; Python's engine, with RE2-only syntax rejected) --------
+# -- regular expressions --------------------------------------------------------------------------
+# cel-go uses Go's RE2 syntax, so RE2 itself compiles them: a look-ahead or back-reference that
+# Python's `re` would accept is an error, and `[[:alpha:]]`, `\pL` or `\z` work.
 
-_NOT_RE2: Final = re.compile(r"\(\?[=!<]|\\[1-9]|\(\?P=")
+_RE2_OPTIONS: Final = re2.Options()
+_RE2_OPTIONS.log_errors = False
 
 
 @lru_cache(maxsize=1024)
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    if _NOT_RE2.search(pattern):
-        raise CelEvalError(f"invalid regular expression: {pattern}")
+def compile_regex(pattern: str) -> Any:
+    """A compiled RE2 pattern (``search``/``finditer`` like :mod:`re`); raises CelEvalError."""
     try:
-        return re.compile(pattern)
-    except re.error as e:
-        raise CelEvalError(f"invalid regular expression: {e}") from None
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as e:
+        reason = e.args[0] if e.args else ""
+        text = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        raise CelEvalError(f"invalid regular expression: {text}") from None
 
 
 # -- size and string predicates ------------------------------------------------------------------
