@@ -26,6 +26,22 @@ semantics and real cost metering, at about 2 µs per label comparison. The cost 
 approximation of Kubernetes' (1 unit per operation and per comprehension step, 0.1 per string
 byte or list element traversed, charged *before* building large results); exact cost numbers are
 not specified (§14), only the limits.
+
+What expressions can use (spec §4.1.3):
+
+* standard CEL: operators with int64/uint64 overflow errors and heterogeneous equality, macros
+  (``has``, ``all``, ``exists``, ``exists_one``, ``map`` with 2 or 3 arguments, ``filter``),
+  conversions, ``type()``/``dyn()``, ``matches`` (RE2), timestamps and durations with getters;
+* optional types: ``a.?b``, ``m[?k]``, ``[?x]``, ``{?k: v}``, ``optional.of/none/ofNonZeroValue``,
+  ``hasValue``, ``value``, ``or``, ``orValue``, ``optMap``, ``optFlatMap``;
+* the strings extension (``charAt`` … ``format``, ``strings.quote``);
+* Kubernetes Lists, Regex, Quantity, Semver (strict, base version only), URLs, IP/CIDR, Format;
+* OCM's ``<cluster>.scores(name)`` and ``<string>.parseJSON()``.
+
+Not available (as in OCM's environment, or not needed by it): protobuf message types and
+construction, two-variable comprehensions, ``cel.bind``, the math/sets/encoders/lists extensions.
+Known simplifications: cross-type numeric ordering (``1 < 1.5``) is accepted at compile time
+(Kubernetes enables it), and a map literal mixing ``true`` and ``1`` keys is not kept apart.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.placement import cel
 from shared.placement.cel import CelCompileError, cluster_cel_view, compile_cel, evaluate_predicate_cel
@@ -607,6 +609,65 @@ def test_expression_size_is_limited_at_compile_time() -> None:
 def test_deeply_nested_expression_is_a_compile_error_not_a_crash() -> None:
     with pytest.raises(CelCompileError):
         compile_cel("(" * 300 + "true" + ")" * 300)
+
+
+_FRAGMENTS = st.sampled_from(
+    [
+        "managedCluster",
+        ".metadata",
+        ".labels",
+        '["a"]',
+        ".?x",
+        "[?0]",
+        ".all(x, ",
+        ".map(x, ",
+        "x",
+        ")",
+        "(",
+        "[",
+        "]",
+        "{",
+        "}",
+        ":",
+        ",",
+        "1",
+        "2u",
+        "1.5",
+        '"s"',
+        "null",
+        "true",
+        " && ",
+        " || ",
+        " == ",
+        " + ",
+        " / ",
+        "!",
+        "-",
+        "?",
+        ".size()",
+        "has(",
+        'quantity("1")',
+        ".parseJSON()",
+        '.scores("r")',
+        " in ",
+        "'",
+        '"',
+        "\\",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_FRAGMENTS | st.text(max_size=3), max_size=12).map("".join))
+def test_arbitrary_text_either_compiles_or_raises_cel_compile_error(source: str) -> None:
+    try:
+        compiled = compile_cel(source)
+    except CelCompileError as e:
+        assert str(e).startswith(("compilation failed: ", "instantiation failed: "))
+        return
+    view = cluster_cel_view(cluster(labels={"a": "b"}, annotations={"j": "[1]"}))
+    result = evaluate_predicate_cel([compiled], view, "cluster1", lookup({("cluster1", "r"): [("s", 1)]}))
+    assert isinstance(result, bool)
 
 
 def test_compiled_expression_is_reusable_and_hashable_by_identity() -> None:

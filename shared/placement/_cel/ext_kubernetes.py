@@ -218,7 +218,8 @@ def _operand(name: str, q: Any, other: Any) -> Fraction:
     member=True,
 )
 def quantity_add(frame: Frame, q: Any, other: Any) -> Quantity:
-    return Quantity(q.value + _operand("add", q, other), q.fmt)
+    operand = _operand("add", q, other)  # checks the receiver's type first
+    return Quantity(q.value + operand, q.fmt)
 
 
 @function(
@@ -228,7 +229,8 @@ def quantity_add(frame: Frame, q: Any, other: Any) -> Quantity:
     member=True,
 )
 def quantity_sub(frame: Frame, q: Any, other: Any) -> Quantity:
-    return Quantity(q.value - _operand("sub", q, other), q.fmt)
+    operand = _operand("sub", q, other)
+    return Quantity(q.value - operand, q.fmt)
 
 
 def _as_int64(q: Quantity) -> int | None:
