@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from shared.placement._cel import ast
-from shared.placement._cel.checker import CheckError, check
+from shared.placement._cel.checker import CheckErrors, check
 from shared.placement._cel.interpreter import Program, compile_program
 from shared.placement._cel.library import Frame
 from shared.placement._cel.parser import ParseError, parse
@@ -108,8 +108,11 @@ def compile_cel(expression: str) -> CompiledCel:
     try:
         node: ast.Node = parse(expression)
         node, _ = check(node)
-    except (ParseError, CheckError) as e:
+    except ParseError as e:
         raise CelCompileError(f"compilation failed: {_issue(expression, e.message, e.pos)}") from None
+    except CheckErrors as e:
+        issues = "\n".join(_issue(expression, err.message, err.pos) for err in e.errors)
+        raise CelCompileError(f"compilation failed: {issues}") from None
     except RecursionError:
         raise CelCompileError(
             f"compilation failed: {_issue(expression, 'expression recursion limit exceeded', 0)}"

@@ -601,6 +601,17 @@ def test_undeclared_reference_message_points_at_the_identifier() -> None:
     )
 
 
+def test_every_check_problem_is_reported_in_source_order_at_cel_go_positions() -> None:
+    with pytest.raises(CelCompileError) as excinfo:
+        compile_cel("size(1) + managedCluster.undefinedFn() + y")
+    lines = [line for line in str(excinfo.value).splitlines() if "ERROR:" in line]
+    assert lines == [
+        "compilation failed: ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'",
+        "ERROR: <input>:1:37: undeclared reference to 'undefinedFn' (in container '')",
+        "ERROR: <input>:1:42: undeclared reference to 'y' (in container '')",
+    ]
+
+
 def test_expression_size_is_limited_at_compile_time() -> None:
     with pytest.raises(CelCompileError, match="code point size exceeds limit"):
         compile_cel("1 + " * 25_000 + "1 == 1")

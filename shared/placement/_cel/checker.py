@@ -90,6 +90,14 @@ class CheckError(Exception):
         self.pos = pos
 
 
+class CheckErrors(Exception):
+    """Every problem found, ordered by position (cel-go reports them all, not just the first)."""
+
+    def __init__(self, errors: list[CheckError]) -> None:
+        super().__init__("; ".join(e.message for e in errors))
+        self.errors = sorted(errors, key=lambda e: e.pos)
+
+
 def kind(t: Type) -> str:
     return t if isinstance(t, str) else str(t[0])
 
@@ -171,6 +179,7 @@ def _qualified_name(node: ast.Node) -> str | None:
 class Checker:
     def __init__(self) -> None:
         self.scopes: list[tuple[str, Type]] = []
+        self.errors: list[CheckError] = []
 
     def scoped(self, name: str) -> Type | None:
         for var, t in reversed(self.scopes):
@@ -182,6 +191,15 @@ class Checker:
         return self.scoped(name) is not None or name in VARIABLES
 
     def check(self, node: ast.Node) -> tuple[ast.Node, Type]:
+        """Check one node; a problem is recorded and the node typed ``dyn`` so that checking
+        goes on and reports the other problems too."""
+        try:
+            return self.check_node(node)
+        except CheckError as e:
+            self.errors.append(e)
+            return node, DYN
+
+    def check_node(self, node: ast.Node) -> tuple[ast.Node, Type]:
         if isinstance(node, ast.Literal):
             return node, literal_type(node.value)
         if isinstance(node, ast.Ident):
@@ -412,5 +430,9 @@ def _refine(function: str, types: list[Type], result: Type) -> Type:
 
 
 def check(node: ast.Node) -> tuple[ast.Node, Type]:
-    """Check and resolve ``node``; raises :class:`CheckError`."""
-    return Checker().check(node)
+    """Check and resolve ``node``; raises :class:`CheckErrors`."""
+    checker = Checker()
+    checked = checker.check(node)
+    if checker.errors:
+        raise CheckErrors(checker.errors)
+    return checked

@@ -176,6 +176,8 @@ def tokenize(src: str) -> list[Token]:
     return tokens
 
 
+# the token set cel-go's ANTLR parser lists when an operand is missing
+_PRIMARY_START: Final = "{'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}"
 _RELATIONS: Final = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "_==_", "!=": "_!=_"}
 _ADDITIVE: Final = {"+": "_+_", "-": "_-_"}
 _MULTIPLICATIVE: Final = {"*": "_*_", "/": "_/_", "%": "_%_"}
@@ -338,9 +340,9 @@ class Parser:
                     )
                 self._check_reserved(name_tok)
                 if not optional and self.at_op("("):
-                    self.next()
+                    open_paren = self.next()
                     args = self.expr_list(")")
-                    node = self.member_call(node, name_tok, args)
+                    node = self.member_call(node, name_tok, args, open_paren.pos)
                 else:
                     node = ast.Select(name_tok.pos, node, name_tok.text, optional)
             elif tok.text == "[":
@@ -431,9 +433,9 @@ class Parser:
                 raise ParseError("Syntax error: mismatched input 'in'", tok.pos)
             self._check_reserved(tok)
             if self.at_op("("):
-                self.next()
+                open_paren = self.next()
                 args = self.expr_list(")")
-                return self.global_call(tok, args)
+                return self.global_call(tok, args, open_paren.pos)
             return ast.Ident(tok.pos, tok.text)
         if tok.kind == "op":
             if tok.text == "." and self.peek().kind == "ident":
@@ -441,8 +443,8 @@ class Parser:
                 name = self.next()
                 self._check_reserved(name)
                 if self.at_op("("):
-                    self.next()
-                    return self.global_call(name, self.expr_list(")"))
+                    open_paren = self.next()
+                    return self.global_call(name, self.expr_list(")"), open_paren.pos)
                 return ast.Ident(name.pos, name.text)
             if tok.text == "(":
                 inner = self.expr()
@@ -452,9 +454,7 @@ class Parser:
                 return self.list_literal(tok)
             if tok.text == "{":
                 return self.map_literal(tok)
-        if tok.kind == "eof":
-            raise ParseError("Syntax error: mismatched input '<EOF>' expecting an expression", tok.pos)
-        raise ParseError(f"Syntax error: mismatched input '{tok.text}'", tok.pos)
+        raise ParseError(f"Syntax error: mismatched input '{tok.text}' expecting {_PRIMARY_START}", tok.pos)
 
     def list_literal(self, open_tok: Token) -> ast.Node:
         elements: list[ast.Node] = []
@@ -487,24 +487,24 @@ class Parser:
         self.expect_op("}")
         return ast.MapLit(open_tok.pos, tuple(entries))
 
-    # -- macros --------------------------------------------------------------------------
-    def global_call(self, name: Token, args: list[ast.Node]) -> ast.Node:
+    # -- calls and macros (located at the open parenthesis, as cel-go reports them) ---------
+    def global_call(self, name: Token, args: list[ast.Node], pos: int) -> ast.Node:
         if name.text == "has" and len(args) == 1:
             arg = args[0]
             if not isinstance(arg, ast.Select) or arg.optional:
-                raise ParseError("invalid argument to has() macro", name.pos)
-            return ast.Has(name.pos, arg.operand, arg.field)
-        return ast.Call(name.pos, name.text, tuple(args))
+                raise ParseError("invalid argument to has() macro", pos)
+            return ast.Has(pos, arg.operand, arg.field)
+        return ast.Call(pos, name.text, tuple(args))
 
-    def member_call(self, target: ast.Node, name: Token, args: list[ast.Node]) -> ast.Node:
+    def member_call(self, target: ast.Node, name: Token, args: list[ast.Node], pos: int) -> ast.Node:
         if (name.text, len(args)) in _MACROS:
             var = args[0]
             if not isinstance(var, ast.Ident):
                 raise ParseError("argument must be a simple name", var.pos)
             if name.text == "map" and len(args) == 3:
-                return ast.Comprehension(name.pos, "map", target, var.name, args[2], args[1])
-            return ast.Comprehension(name.pos, name.text, target, var.name, args[1])
-        return ast.Call(name.pos, name.text, tuple(args), target)
+                return ast.Comprehension(pos, "map", target, var.name, args[2], args[1])
+            return ast.Comprehension(pos, name.text, target, var.name, args[1])
+        return ast.Call(pos, name.text, tuple(args), target)
 
 
 def parse(src: str) -> ast.Node:
