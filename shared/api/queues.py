@@ -24,7 +24,16 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import orjson
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 __all__ = [
     "ApplicationSubmission",
@@ -42,6 +51,7 @@ __all__ = [
     "SchedulerConfig",
     "UserGroupResolverConfig",
     "YamlScalar",
+    "field_errors",
 ]
 
 
@@ -265,3 +275,62 @@ class PlacementOutcome(BaseModel):
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(self.to_json())
+
+
+_EXPECTED = {
+    "bool_type": "a boolean (true or false)",
+    "bool_parsing": "a boolean (true or false)",
+    "string_type": "a string",
+    "list_type": "a list",
+    "tuple_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "int_type": "a non-negative integer",
+    "greater_than_equal": "a non-negative integer",
+    "float_type": "a number",
+}
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if value is None:
+        return "null"
+    return repr(value.text if isinstance(value, YamlScalar) else value)
+
+
+def _loc_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out
+
+
+def field_errors(error: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+    """A validation error of these models as (field path, reason) pairs, in plain words."""
+    out = []
+    for e in error.errors(include_url=False):
+        path = _loc_path(tuple(e["loc"]))
+        if prefix:
+            path = f"{prefix}{path}" if path.startswith("[") or not path else f"{prefix}.{path}"
+        kind = e["type"]
+        if kind == "extra_forbidden":
+            reason = "unknown key"
+        elif kind == "missing":
+            reason = "is required"
+        elif kind in _EXPECTED:
+            reason = f"must be {_EXPECTED[kind]}, not {_described(e.get('input'))}"
+            if kind == "model_type" and path.endswith(".parent"):
+                reason += " (a parent rule is a single rule mapping, not a list)"
+        else:
+            reason = e["msg"]
+        out.append((path, reason))
+    return out

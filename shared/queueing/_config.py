@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import ValidationError
-
-from shared.api.queues import PartitionConfig, PlacementRuleConfig, QueueConfig, SchedulerConfig
+from shared.api.queues import PlacementRuleConfig, QueueConfig, SchedulerConfig
 from shared.queueing._acl import ACL, NOBODY, coarse_problem, parse_acl, strict_problem
 from shared.queueing._decode import decode_document
 from shared.queueing._errors import ConfigError, ConfigProblem
 from shared.queueing._filter import build_filter, single_entry_problem, type_problem
 from shared.queueing._names import ROOT, go_lower, invalid_levels, is_queue_name, is_rule_name
 from shared.queueing._rules import RULE_TYPES, FixedRule, ProvidedRule, Rule, TagRule
+from shared.queueing._shape import PartitionDraft, shape
 from shared.queueing._static_check import static_path_problem
 from shared.queueing._tree import QueueSpec
 
@@ -67,104 +66,42 @@ def parse_config(source: str | bytes | Mapping[str, Any] | SchedulerConfig | Non
         source = decode_document(source)
     if source is None:
         source = decode_document(DEFAULT_CONFIG_YAML)
-    if isinstance(source, SchedulerConfig):
-        document = source
-    else:
-        try:
-            document = SchedulerConfig.model_validate(source)
-        except ValidationError as e:
-            raise ConfigError(_shape_problems(e)) from None
     problems: list[ConfigProblem] = []
-    partitions = _partitions(document, problems)
+    partitions = _partitions(shape(source, problems), problems)
     if problems:
         raise ConfigError(problems)
     return QueueingConfig(MappingProxyType(partitions))
 
 
-# -- shape (§4.1) ------------------------------------------------------------------------------
-
-_EXPECTED = {
-    "bool_type": "a boolean (true or false)",
-    "bool_parsing": "a boolean (true or false)",
-    "string_type": "a string",
-    "list_type": "a list",
-    "tuple_type": "a list",
-    "dict_type": "a mapping",
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
-    "int_type": "a non-negative integer",
-    "greater_than_equal": "a non-negative integer",
-    "float_type": "a number",
-}
-
-
-def _described(value: Any) -> str:
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    if value is None:
-        return "null"
-    return repr(getattr(value, "text", value))
-
-
-def _loc_path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else part
-    return out
-
-
-def _shape_problems(error: ValidationError) -> list[ConfigProblem]:
-    problems = []
-    for e in error.errors(include_url=False):
-        path = _loc_path(tuple(e["loc"]))
-        kind = e["type"]
-        if kind == "extra_forbidden":
-            reason = "unknown key (YuniKorn decodes its configuration strictly)"
-        elif kind in _EXPECTED:
-            reason = f"must be {_EXPECTED[kind]}, not {_described(e.get('input'))}"
-            if path.endswith(".parent") and kind == "model_type":
-                reason += " (a parent rule is a single rule mapping, not a list)"
-        else:
-            reason = e["msg"]
-        problems.append(ConfigProblem(path, reason))
-    return problems
-
-
 # -- partitions and queues (§2.1, §2.2, §4.2) --------------------------------------------------
 
 
-def _partitions(document: SchedulerConfig, problems: list[ConfigProblem]) -> dict[str, PartitionSpec]:
+def _partitions(drafts: list[PartitionDraft], problems: list[ConfigProblem]) -> dict[str, PartitionSpec]:
     specs: dict[str, PartitionSpec] = {}
     seen: dict[str, int] = {}
-    for i, partition in enumerate(document.partitions or ()):
-        where = f"partitions[{i}]"
-        name = partition.name
-        if name == "" or go_lower(name) == DEFAULT_PARTITION:
-            name = DEFAULT_PARTITION
-        if go_lower(name) in seen:
-            problems.append(
-                ConfigProblem(
-                    f"{where}.name",
-                    f"duplicate partition name {name!r} (equal ignoring case to partitions[{seen[go_lower(name)]}])",
+    for draft in drafts:
+        where = f"partitions[{draft.index}]"
+        name = DEFAULT_PARTITION
+        if draft.name is not None:
+            if draft.name != "" and go_lower(draft.name) != DEFAULT_PARTITION:
+                name = draft.name
+            folded = go_lower(name)
+            if folded in seen:
+                problems.append(
+                    ConfigProblem(
+                        f"{where}.name",
+                        f"duplicate partition name {name!r} (equal ignoring case to partitions[{seen[folded]}])",
+                    )
                 )
-            )
-        seen.setdefault(go_lower(name), i)
-        root = _root(partition, where, problems)
-        rules = _partition_rules(partition, where, root, problems)
+            seen.setdefault(folded, draft.index)
+        root = _root(draft.queues, where, problems) if draft.queues_ok else None
+        rules = _partition_rules(draft, where, root, problems)
         if root is not None:
             specs[name] = PartitionSpec(name, root, rules, _tag_names(rules))
     return specs
 
 
-def _root(partition: PartitionConfig, where: str, problems: list[ConfigProblem]) -> QueueSpec | None:
-    top = partition.queues
+def _root(top: list[QueueConfig] | None, where: str, problems: list[ConfigProblem]) -> QueueSpec | None:
     if top is None:
         problems.append(
             ConfigProblem(f"{where}.queues", "is required: a partition must configure its queues")
@@ -245,14 +182,13 @@ def _acl(text: str, where: str, problems: list[ConfigProblem]) -> ACL:
 
 
 def _partition_rules(
-    partition: PartitionConfig, where: str, root: QueueSpec | None, problems: list[ConfigProblem]
+    draft: PartitionDraft, where: str, root: QueueSpec | None, problems: list[ConfigProblem]
 ) -> tuple[Rule, ...]:
-    configured = partition.placementrules or []
-    if not configured:
+    if not draft.rules_given:
         # §4.6: no rules means one implicit `provided` rule without create
         return (ProvidedRule(create=False),)
     rules = []
-    for j, config in enumerate(configured):
+    for j, config in draft.rules:
         rule_where = f"{where}.placementrules[{j}]"
         before = len(problems)
         rule = _rule(config, rule_where, problems)
