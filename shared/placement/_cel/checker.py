@@ -113,6 +113,8 @@ def compatible(a: Type, b: Type) -> bool:
     """Whether values of static types ``a`` and ``b`` may meet in an (A, A) overload."""
     if a == DYN or b == DYN:
         return True
+    if a == NULL or b == NULL:
+        return a == b or kind(b if a == NULL else a) in _NULLABLE
     if isinstance(a, str) or isinstance(b, str):
         return kind(a) == kind(b)  # a bare kind ("list") carries no parameters to disagree on
     if a[0] != b[0] or len(a) != len(b):
@@ -149,8 +151,12 @@ def literal_type(value: object) -> Type:
     return DYN
 
 
+# null is assignable to the nullable types (the well-known timestamp/duration messages, optional)
+_NULLABLE: Final = ("timestamp", "duration", "optional")
+
+
 def _accepts(param: str, arg: Type) -> bool:
-    return param == DYN or arg == DYN or param == kind(arg)
+    return param == DYN or arg == DYN or param == kind(arg) or (arg == NULL and param in _NULLABLE)
 
 
 def _no_overload(name: str, types: list[Type], pos: int) -> CheckError:
@@ -208,7 +214,8 @@ class Checker:
             return self.select(node)
         if isinstance(node, ast.Has):
             operand, t = self.check(node.operand)
-            if kind(t) not in (DYN, "map", "optional"):
+            base = _optional_inner(t) if kind(t) == "optional" else t
+            if kind(base) not in (DYN, "map"):
                 raise CheckError(f"invalid type for field selection: {format_type(t)}", node.pos)
             return replace(node, operand=operand), "bool"
         if isinstance(node, ast.Index):
@@ -237,9 +244,7 @@ class Checker:
         key_types: list[Type] = []
         value_types: list[Type] = []
         for entry in node.entries:
-            key, kt = self.check(entry.key)
-            if kind(kt) not in (DYN, "int", "uint", "bool", "string"):
-                raise CheckError(f"unsupported map key type: {format_type(kt)}", entry.key.pos)
+            key, kt = self.check(entry.key)  # a bad key type is a run-time error in cel-go
             value, vt = self.check(entry.value)
             if entry.optional:
                 if kind(vt) not in (DYN, "optional"):
@@ -270,7 +275,7 @@ class Checker:
             raise CheckError(f"type '{format_type(base)}' does not support field selection", node.pos)
         value = base[2] if isinstance(base, tuple) else DYN
         if node.optional or kind(t) == "optional":
-            return replace(node, operand=operand), ("optional", value)
+            return replace(node, operand=operand), optional_of(value)
         return replace(node, operand=operand), value
 
     def index(self, node: ast.Index) -> tuple[ast.Node, Type]:
@@ -285,12 +290,14 @@ class Checker:
             if isinstance(base, tuple) and not compatible(it, base[1]):
                 raise _no_overload("_[_]", [t, it], node.pos)
             value = base[2] if isinstance(base, tuple) else DYN
-        elif base == DYN:
+        elif base == DYN or (base == NULL and node.optional):
             value = DYN
         else:
             raise _no_overload("_[_]", [t, it], node.pos)
+        if t in (DYN, NULL) or (kind(t) == "optional" and base == DYN):
+            return replace(node, operand=operand, index=index), DYN  # [?k] on dyn stays dyn
         if node.optional or kind(t) == "optional":
-            return replace(node, operand=operand, index=index), ("optional", value)
+            return replace(node, operand=operand, index=index), optional_of(value)
         return replace(node, operand=operand, index=index), value
 
     def call(self, node: ast.Call) -> tuple[ast.Node, Type]:
@@ -369,7 +376,7 @@ class Checker:
     def comprehension(self, node: ast.Comprehension) -> tuple[ast.Node, Type]:
         rng, rt = self.check(node.range)
         if node.kind in ("optMap", "optFlatMap"):
-            if kind(rt) not in (DYN, "optional"):
+            if kind(rt) not in (DYN, NULL, "optional"):
                 raise _no_overload(node.kind, [rt], node.pos)
             var_type = _optional_inner(rt)
         elif kind(rt) not in (DYN, "list", "map"):
@@ -402,26 +409,44 @@ class Checker:
         if node.kind == "filter":
             return checked, ("list", var_type)
         if node.kind == "optMap":
-            return checked, ("optional", bt)
+            return checked, optional_of(bt)
         return checked, bt if kind(bt) == "optional" else ("optional", DYN)
+
+
+def optional_of(t: Type) -> Type:
+    return ("optional", t)
 
 
 def _optional_inner(t: Type) -> Type:
     return t[1] if isinstance(t, tuple) and t[0] == "optional" else DYN
 
 
+_RESULT_TYPES: Final[dict[str, Type]] = {
+    "split": ("list", "string"),
+    "findAll": ("list", "string"),
+    "scores": ("list", ("map", "string", DYN)),
+    "getQuery": ("map", "string", ("list", "string")),
+}
+
+
 def _refine(function: str, types: list[Type], result: Type) -> Type:
     """Result types the signature table cannot express (they depend on an argument's type)."""
     if function in ("optional.of", "optional.ofNonZeroValue"):
-        return ("optional", types[0])
+        return optional_of(types[0])
     if function == "optional.none":
         return ("optional", DYN)
     if function == "value":
         return _optional_inner(types[0])
-    if function in ("orValue", "or"):
-        return types[0] if function == "or" else _optional_inner(types[0])
+    if function == "or":
+        return optional_of(_optional_inner(types[0]))
+    if function == "orValue":
+        # optional(T).orValue(T): T comes from the receiver, or from the default when unknown
+        inner = _optional_inner(types[0])
+        return inner if inner != DYN else types[1]
     if function == "dyn":
         return DYN
+    if function in _RESULT_TYPES:
+        return _RESULT_TYPES[function]
     if result == "list" or result == "map":
         return ("list", DYN) if result == "list" else ("map", DYN, DYN)
     if result == "optional":
