@@ -20,6 +20,8 @@ Python CEL packages against what OCM's environment needs:
 
 Neither can enforce the cost budget, and both would need the Kubernetes libraries (quantity,
 semver, lists, regex, URL, IP) and OCM's ``scores``/``parseJSON`` written as callbacks anyway.
+(Google's ``cel-expr-python``, the C++ runtime, has cel-go's checker and optionals but likewise
+no cost limit in its Python API; it served as a differential oracle for the checker instead.)
 CEL's grammar is small, so owning the parser, a declaration/overload checker and a
 closure-compiling interpreter gives cel-go's compile-time errors, optional types, exact error
 semantics and real cost metering, at about 2 µs per label comparison. The cost model is a sound
