@@ -10,8 +10,8 @@ truncated scores, so the conversion below follows Kubernetes' own two representa
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import ROUND_UP, Decimal
 from fractions import Fraction
 from functools import lru_cache
 
@@ -31,6 +31,8 @@ _NANO = -9
 
 def _pow10(n: int) -> float:
     """Go's math.Pow10 for the small exponents quantities use: the double nearest 10**n."""
+    if n > 308:
+        return math.inf  # Go: Pow10 overflows to +Inf
     if n >= 0:
         return float(10**n)
     return float(Fraction(1, 10**-n))
@@ -76,11 +78,10 @@ def approximate_float(text: str) -> float:
             if value <= _MAX_INT64:
                 return float(value if positive else -value)
     # slow path (inf.Dec): exact value, rounded up (away from zero) to nano units
-    exact = Decimal(digits).scaleb(-len(frac))
-    exact = exact.scaleb(exponent) if base == 10 else exact * (2**exponent)
-    if exact != 0:
-        exact = exact.quantize(Decimal("1e-9"), rounding=ROUND_UP)
-    unscaled = int(exact.scaleb(9))
+    # (exact rationals: a decimal context's 28 digits would overflow on 20-digit values)
+    exact = Fraction(int(digits), 10 ** len(frac))
+    exact *= Fraction(10) ** exponent if base == 10 else 2**exponent
+    unscaled = math.ceil(exact * 10**9)  # exact >= 0 here: ceil is "up"
     if not positive:
         unscaled = -unscaled
     return float(unscaled) * _pow10(_NANO)
