@@ -25,7 +25,7 @@ class SelectorError(ValueError):
 _NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_NAME_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])"
+_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _NAME_MSG = (
     "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with"
     " an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '"
@@ -46,7 +46,7 @@ def _key_errors(key: str) -> list[str]:
         else:
             if len(prefix) > 253:
                 errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN.match(prefix):
+            if not _DNS1123_SUBDOMAIN.fullmatch(prefix):
                 errs.append(
                     "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric"
                     " characters, '-' or '.', and must start and end with an alphanumeric character"
@@ -64,7 +64,7 @@ def _key_errors(key: str) -> list[str]:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part must be no more than 63 characters")
-    if name and not _NAME.match(name):
+    if not _NAME.fullmatch(name):  # an empty name fails the pattern too
         errs.append(_NAME_MSG)
     return errs
 
@@ -73,12 +73,12 @@ def _value_errors(value: str) -> list[str]:
     errs: list[str] = []
     if len(value) > 63:
         errs.append("must be no more than 63 characters")
-    if not _VALUE.match(value):
+    if not _VALUE.fullmatch(value):
         errs.append(
             "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or"
             " '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or"
             " 'my_value',  or '12345', regex used for validation is"
-            f" '({_NAME_FMT}?)')"
+            f" '({_NAME_FMT})?')"
         )
     return errs
 
@@ -114,7 +114,10 @@ _OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": 
 
 def _requirement(key: str, op: str, values: Sequence[str] | None) -> Requirement:
     """labels.NewRequirement: the validation order and texts of Kubernetes."""
-    errs: list[str] = [f"key: Invalid value: {_render(key)}: {e}" for e in _key_errors(key)]
+    errs: list[str] = []
+    key_errors = _key_errors(key)
+    if key_errors:  # one field error per key / value, its problems joined by "; "
+        errs.append(f"key: Invalid value: {_render(key)}: {'; '.join(key_errors)}")
     vals = list(values) if values is not None else None
     if op in ("in", "notin"):
         if not vals:
@@ -129,7 +132,9 @@ def _requirement(key: str, op: str, values: Sequence[str] | None) -> Requirement
             f"values: Invalid value: {_render(vals)}: exact-match compatibility requires one single value"
         )
     for i, v in enumerate(vals or []):
-        errs.extend(f"values[{i}]: Invalid value: {_render(v)}: {e}" for e in _value_errors(v))
+        value_errors = _value_errors(v)
+        if value_errors:
+            errs.append(f"values[{i}][{key}]: Invalid value: {_render(v)}: {'; '.join(value_errors)}")
     if errs:
         raise SelectorError(_join(errs))
     return Requirement(key, "in" if op == "=" else op, frozenset(vals or ()))
