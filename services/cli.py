@@ -31,6 +31,9 @@ def _register() -> None:
     from services.commands import worker as worker_commands  # worker scheduler, watch
 
     worker_commands.register(app)
+    from services.commands import demo
+
+    demo.register(app)
     from services.queue_placer import cli as queues_cli
 
     queues_cli.register(app)

@@ -1,0 +1,547 @@
+"""`fleetplace demo`: the whole loop on one machine, checked, in well under a minute.
+
+Starts the embedded broker (unless KAFKA_BOOTSTRAP_SERVERS names a Kafka), creates the topics
+under a fresh prefix, publishes the example fleet (docs/examples/fleet.yaml), starts a scheduler
+worker in this process and plays acts against it: a cluster joins, a label changes, an AddOn score
+changes, a cluster becomes unreachable and a toleration runs out, a placement is deleted. Each act
+waits for the decision diffs it should cause and checks that exactly those were published. A
+summary table follows; the exit status is 1 if any act failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from services.scheduler.worker import SchedulerWorker
+from shared.bus.broker import EmbeddedBroker
+from shared.bus.codec import decode_object
+from shared.bus.errors import BusError
+from shared.bus.kafka import BroadcastReader, make_admin, make_producer, send_all, start_client
+from shared.bus.publish import (
+    Document,
+    PlannedRecord,
+    load_documents,
+    plan_document,
+    to_outgoing,
+)
+from shared.bus.records import OutgoingRecord
+from shared.bus.topics import PLACEMENTS, TAINTS, Topics, ensure_topics
+from shared.logging import configure_logging
+from shared.settings import KafkaSettings, Settings
+
+FLEET_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "fleet.yaml"
+UNREACHABLE = "cluster.open-cluster-management.io/unreachable"
+# The whole demo, failures included, ends within this budget.
+BUDGET_S = 60.0
+# After the expected diffs arrived, keep listening this long for diffs that should not come.
+SETTLE_S = 0.5
+
+WEB, ANALYTICS, MONITORING = "apps/web", "apps/analytics", "apps/monitoring"
+
+
+# ---- what an act expects ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedDiff:
+    """One DecisionDiff an act should cause: which placement, which clusters in and out, and why."""
+
+    placement: str
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    trigger: str | None = None
+    deleted: bool = False
+
+    def matches(self, diff: Mapping[str, Any]) -> bool:
+        trigger = diff.get("trigger") or {}
+        return (
+            diff.get("placement") == self.placement
+            and tuple(diff.get("added") or ()) == tuple(sorted(self.added))
+            and tuple(diff.get("removed") or ()) == tuple(sorted(self.removed))
+            and (self.trigger is None or trigger.get("kind") == self.trigger)
+            and bool(diff.get("deleted", False)) == self.deleted
+        )
+
+    def describe(self) -> str:
+        return _describe(self.placement, self.added, self.removed, self.deleted)
+
+
+def _describe(placement: str, added: Sequence[str], removed: Sequence[str], deleted: bool) -> str:
+    changes = [f"+{c}" for c in sorted(added)] + [f"−{c}" for c in sorted(removed)]
+    # every placement of the example lives in namespace `apps`: the name says enough
+    name = placement.rpartition("/")[2]
+    return f"{name} {' '.join(changes)}{' (deleted)' if deleted else ''}".rstrip()
+
+
+def describe_diff(diff: Mapping[str, Any]) -> str:
+    return _describe(
+        str(diff.get("placement")),
+        diff.get("added") or (),
+        diff.get("removed") or (),
+        bool(diff.get("deleted", False)),
+    )
+
+
+def unmatched(
+    expected: Sequence[ExpectedDiff], seen: Sequence[Mapping[str, Any]]
+) -> tuple[list[ExpectedDiff], list[Mapping[str, Any]]]:
+    """Expected diffs not seen, and seen diffs not expected (an act passes when both are empty)."""
+    missing = list(expected)
+    unexpected: list[Mapping[str, Any]] = []
+    for diff in seen:
+        match = next((e for e in missing if e.matches(diff)), None)
+        if match is None:
+            unexpected.append(diff)
+        else:
+            missing.remove(match)
+    return missing, unexpected
+
+
+@dataclass(frozen=True, slots=True)
+class Act:
+    title: str
+    story: str
+    records: Callable[[], list[OutgoingRecord]]  # built when the act starts (taints carry the time)
+    expected: tuple[ExpectedDiff, ...]
+    timeout_s: float = 10.0
+    starts_worker: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ActResult:
+    title: str
+    expected: tuple[ExpectedDiff, ...]
+    seen: tuple[Mapping[str, Any], ...]
+    seconds: float
+    ok: bool
+
+
+# ---- the acts, on the example fleet ----------------------------------------------------------
+
+
+class ExampleFleet:
+    """The documents of docs/examples/fleet.yaml, by kind and key, to derive each act's change from."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.planned: list[PlannedRecord] = []
+        self._by_key: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for doc in load_documents([str(path)]):
+            for record in plan_document(doc):
+                self.planned.append(record)
+                self._by_key[(str(doc.body["kind"]), record.key)] = doc.body
+
+    def get(self, kind: str, key: str) -> dict[str, Any]:
+        """A deep copy of one object, to change without touching the fleet."""
+        try:
+            return copy.deepcopy(dict(self._by_key[(kind, key)]))
+        except KeyError:
+            raise BusError(
+                f"{self.path}: no {kind} {key!r}: the demo's acts need the example fleet"
+            ) from None
+
+    def count(self, kind: str) -> int:
+        return sum(1 for k, _ in self._by_key if k == kind)
+
+    def toleration_seconds(self, placement: str, key: str) -> int:
+        for toleration in self.get("Placement", placement)["spec"].get("tolerations") or []:
+            if toleration.get("key") == key and toleration.get("tolerationSeconds") is not None:
+                return int(toleration["tolerationSeconds"])
+        raise BusError(f"{self.path}: {placement} has no tolerationSeconds for {key}")
+
+
+def _upsert(topics: Topics, *bodies: dict[str, Any]) -> Callable[[], list[OutgoingRecord]]:
+    planned = [r for i, body in enumerate(bodies) for r in plan_document(Document(f"demo#{i}", body))]
+    return lambda: to_outgoing(planned, topics)
+
+
+def _now_seconds() -> datetime:
+    # Kubernetes times have whole seconds.
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def build_acts(fleet: ExampleFleet, topics: Topics, taint_times: list[datetime]) -> list[Act]:
+    """The script. The expected diffs follow from the example fleet (see fleet.yaml's comments)."""
+    west_2 = fleet.get("ManagedCluster", "west-1")
+    west_2["metadata"]["name"] = "west-2"
+    west_2["status"]["allocatable"]["cpu"] = "28"
+    west_2["status"]["capacity"]["cpu"] = "32"
+
+    east_1 = fleet.get("ManagedCluster", "east-1")
+    east_1["metadata"]["labels"]["env"] = "staging"
+
+    edge_2_score = fleet.get("AddOnPlacementScore", "edge-2/resource-usage")
+    edge_2_score["status"]["scores"] = [{"name": "cpuAvailable", "value": 90}]
+
+    def unreachable() -> list[OutgoingRecord]:
+        added = _now_seconds()
+        taint_times.append(added)
+        taint = {
+            "key": UNREACHABLE,
+            "effect": "NoSelect",
+            "timeAdded": added.isoformat().replace("+00:00", "Z"),
+        }
+        return to_outgoing([PlannedRecord("demo", TAINTS, "west-2", {"taints": [taint]})], topics)
+
+    def delete_analytics() -> list[OutgoingRecord]:
+        return to_outgoing([PlannedRecord("demo", PLACEMENTS, ANALYTICS, None)], topics, delete=True)
+
+    grace = fleet.toleration_seconds(WEB, UNREACHABLE)
+    return [
+        Act(
+            "worker starts",
+            f"{fleet.path.name} is on the bus; the scheduler worker reads it and decides every placement",
+            lambda: to_outgoing(fleet.planned, topics),
+            (
+                ExpectedDiff(WEB, ("east-1", "west-1"), trigger="placement"),
+                ExpectedDiff(ANALYTICS, ("east-2",), trigger="placement"),
+                ExpectedDiff(
+                    MONITORING, ("east-1", "east-2", "edge-1", "edge-2", "west-1"), trigger="placement"
+                ),
+            ),
+            timeout_s=30.0,
+            starts_worker=True,
+        ),
+        Act(
+            "cluster added",
+            "west-2 joins with 28 allocatable CPUs: web wants the biggest prod clusters",
+            _upsert(topics, west_2),
+            (
+                ExpectedDiff(WEB, ("west-2",), ("west-1",), trigger="cluster"),
+                ExpectedDiff(MONITORING, ("west-2",), trigger="cluster"),
+            ),
+        ),
+        Act(
+            "label changed",
+            "east-1 is relabelled env=staging: it no longer matches web's predicate",
+            _upsert(topics, east_1),
+            (ExpectedDiff(WEB, ("west-1",), ("east-1",), trigger="cluster"),),
+        ),
+        Act(
+            "AddOn score changed",
+            "edge-2's resource-usage addon now reports cpuAvailable 90: analytics follows the score",
+            _upsert(topics, edge_2_score),
+            (ExpectedDiff(ANALYTICS, ("edge-2",), ("east-2",), trigger="score"),),
+        ),
+        Act(
+            "cluster unreachable",
+            f"a health checker taints west-2 {UNREACHABLE}: monitoring leaves at once, "
+            f"web tolerates it for {grace} s",
+            unreachable,
+            (ExpectedDiff(MONITORING, (), ("west-2",), trigger="taint"),),
+        ),
+        Act(
+            "toleration expired",
+            f"no event: web's {grace} s toleration runs out on a timer and the workload moves",
+            lambda: [],
+            (ExpectedDiff(WEB, ("east-2",), ("west-2",), trigger="toleration-expired"),),
+            timeout_s=grace + 10.0,
+        ),
+        Act(
+            "placement deleted",
+            "apps/analytics is deleted (a tombstone): subscribers get a final diff",
+            delete_analytics,
+            (ExpectedDiff(ANALYTICS, (), ("edge-2",), trigger="placement", deleted=True),),
+        ),
+    ]
+
+
+# ---- running it ------------------------------------------------------------------------------
+
+
+class DecisionFeed:
+    """Every DecisionDiff on the `decisions` topic in arrival order (a global-table source in a task)."""
+
+    def __init__(self, kafka: KafkaSettings, topics: Topics) -> None:
+        self._reader = BroadcastReader(kafka, [topics.decisions], poll_timeout_ms=50)
+        self._task: asyncio.Task[None] | None = None
+        self.diffs: list[dict[str, Any]] = []
+
+    async def start(self) -> None:
+        await self._reader.start()
+        self._task = asyncio.create_task(self._read())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._reader.stop()
+
+    async def _read(self) -> None:
+        while True:
+            batch = await self._reader.poll()
+            for record in batch.records:
+                value = decode_object(record.value)
+                if value is not None:
+                    self.diffs.append(value)
+
+    def latest(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for diff in self.diffs:
+            out[str(diff["placement"])] = diff
+        return out
+
+
+def _print_diff(console: Console, diff: Mapping[str, Any], ok: bool) -> None:
+    trigger = diff.get("trigger") or {}
+    changes = [f"[green]+{escape(c)}[/green]" for c in diff.get("added") or ()]
+    changes += [f"[red]−{escape(c)}[/red]" for c in diff.get("removed") or ()]
+    now = "deleted" if diff.get("deleted") else ", ".join(diff.get("decisions") or ()) or "(none)"
+    mark = "" if ok else " [bold red]unexpected[/bold red]"
+    console.print(
+        f"   [bold]{escape(str(diff['placement']))}[/bold] seq {diff['seq']} "
+        f"[dim]({escape(str(trigger.get('kind')))} {escape(str(trigger.get('key')))})[/dim] "
+        f"{' '.join(changes)} → {escape(now)}{mark}"
+    )
+
+
+class Demo:
+    def __init__(self, console: Console, settings: Settings, fleet: ExampleFleet) -> None:
+        self.console = console
+        self.settings = settings
+        self.topics = Topics(settings.topic_prefix)
+        self.fleet = fleet
+        self.taint_times: list[datetime] = []
+        self.acts = build_acts(fleet, self.topics, self.taint_times)
+        self.feed = DecisionFeed(settings.kafka, self.topics)
+        self.worker: SchedulerWorker | None = None
+        self._worker_task: asyncio.Task[None] | None = None
+        self._producer: Any = None
+
+    async def run(self) -> list[ActResult]:
+        started = time.monotonic()
+        await ensure_topics(
+            self.settings.kafka, self.topics, replication_factor=self.settings.topic_replication_factor
+        )
+        self._producer = make_producer(self.settings.kafka)
+        await start_client(self._producer)
+        await self.feed.start()
+        results: list[ActResult] = []
+        try:
+            for number, act in enumerate(self.acts, start=1):
+                remaining = BUDGET_S - (time.monotonic() - started)
+                result = await self._play(number, act, remaining)
+                results.append(result)
+                if not result.ok:
+                    break
+        finally:
+            await self._stop_worker()
+            await self.feed.stop()
+            await self._producer.stop()
+        return results
+
+    async def _play(self, number: int, act: Act, budget_s: float) -> ActResult:
+        console = self.console
+        console.print()
+        console.rule(f"[bold]{number}. {escape(act.title)}[/bold]", align="left")
+        console.print(f"   {escape(act.story)}")
+        if act.title == "toleration expired" and self.taint_times:
+            grace = self.fleet.toleration_seconds(WEB, UNREACHABLE)
+            expires = self.taint_times[-1] + timedelta(seconds=grace)
+            console.print(f"   [dim]toleration deadline {expires.strftime('%H:%M:%S')} UTC[/dim]")
+        console.print(f"   [dim]expect: {escape('; '.join(e.describe() for e in act.expected))}[/dim]")
+        first = len(self.feed.diffs)
+        t0 = time.monotonic()
+        records = act.records()
+        if records:
+            await send_all(self._producer, records)
+        if act.starts_worker:
+            self._start_worker()
+        deadline = t0 + max(0.0, min(act.timeout_s, budget_s))
+        shown, met_at = 0, None
+        while True:
+            seen = self.feed.diffs[first:]
+            for diff in seen[shown:]:
+                _print_diff(console, diff, any(e.matches(diff) for e in act.expected))
+            shown = len(seen)
+            missing, unexpected = unmatched(act.expected, seen)
+            now = time.monotonic()
+            if met_at is None and not missing:
+                met_at = now
+            if (met_at is not None and now - met_at >= SETTLE_S) or now >= deadline or unexpected:
+                break
+            self._check_worker()
+            await asyncio.sleep(0.02)
+        seconds = (met_at if met_at is not None else time.monotonic()) - t0
+        ok = not missing and not unexpected
+        if ok:
+            console.print(f"   [green]✔ as expected[/green] [dim]({seconds:.2f} s)[/dim]")
+        else:
+            what = [f"missing {e.describe()}" for e in missing] + [
+                f"unexpected {describe_diff(d)}" for d in unexpected
+            ]
+            console.print(f"   [bold red]✘ {escape('; '.join(what))}[/bold red]")
+        return ActResult(act.title, act.expected, tuple(seen), seconds, ok)
+
+    def _start_worker(self) -> None:
+        self.worker = SchedulerWorker(self.settings, instance="demo-scheduler")
+        self._worker_task = asyncio.create_task(self.worker.run())
+
+    def _check_worker(self) -> None:
+        task = self._worker_task
+        if task is not None and task.done():
+            task.result()  # re-raise what stopped it
+            raise BusError("the scheduler worker stopped unexpectedly")
+
+    async def _stop_worker(self) -> None:
+        if self.worker is None or self._worker_task is None:
+            return
+        self.worker.stop()
+        try:
+            await asyncio.wait_for(self._worker_task, 20.0)
+        except Exception as exc:  # the demo's result is already known; say why the stop was untidy
+            self.console.print(
+                f"[yellow]warning: the worker did not stop cleanly: {escape(str(exc))}[/yellow]"
+            )
+
+
+def summary_table(results: Sequence[ActResult], total_acts: int) -> Table:
+    table = Table(title="fleetplace demo", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("act")
+    table.add_column("expected")
+    table.add_column("seen")
+    table.add_column("diffs", justify="right")
+    table.add_column("time", justify="right")
+    table.add_column("ok")
+    for number, r in enumerate(results, start=1):
+        table.add_row(
+            str(number),
+            r.title,
+            "\n".join(e.describe() for e in r.expected),
+            "\n".join(describe_diff(d) for d in r.seen) or "—",
+            str(len(r.seen)),
+            f"{r.seconds:.2f} s",
+            "[green]✔[/green]" if r.ok else "[bold red]✘[/bold red]",
+        )
+    for number in range(len(results) + 1, total_acts + 1):
+        table.add_row(str(number), "[dim]not played[/dim]", "", "", "", "", "[dim]–[/dim]")
+    return table
+
+
+def decisions_table(latest: Mapping[str, Mapping[str, Any]]) -> Table:
+    table = Table(title="decisions now (last diff per placement)", title_justify="left")
+    for column in ("placement", "seq", "clusters"):
+        table.add_column(column)
+    for key, diff in sorted(latest.items()):
+        clusters = "deleted" if diff.get("deleted") else ", ".join(diff.get("decisions") or ()) or "(none)"
+        table.add_row(key, str(diff["seq"]), clusters)
+    return table
+
+
+@contextlib.contextmanager
+def _kafka(settings: Settings, console: Console) -> Iterator[tuple[KafkaSettings, bool]]:
+    """The configured Kafka, or an embedded broker for the duration (stopped by PID): (kafka, embedded)."""
+    if settings.kafka.bootstrap_servers:
+        console.print(
+            f"Kafka: [bold]{escape(settings.kafka.bootstrap_servers)}[/bold] (KAFKA_BOOTSTRAP_SERVERS)"
+        )
+        yield settings.kafka, False
+        return
+    with EmbeddedBroker() as broker:
+        console.print(
+            f"Kafka: embedded Tansu broker at [bold]{broker.bootstrap}[/bold] (pid {broker.pid}, in memory; "
+            "set KAFKA_BOOTSTRAP_SERVERS to use your own Kafka)"
+        )
+        yield settings.kafka.model_copy(update={"bootstrap_servers": broker.bootstrap}), True
+
+
+async def _delete_topics(kafka: KafkaSettings, topics: Topics) -> None:
+    admin = make_admin(kafka)
+    await start_client(admin)
+    try:
+        await admin.delete_topics(topics.names())
+    finally:
+        await admin.close()
+
+
+def run_demo(console: Console, base: Settings, fleet_file: Path, keep_topics: bool) -> bool:
+    """Play the demo; True when every act passed."""
+    fleet = ExampleFleet(fleet_file)
+    prefix = f"demo{uuid.uuid4().hex[:8]}."
+    started = time.monotonic()
+    with _kafka(base, console) as (kafka, embedded):
+        settings = base.model_copy(
+            update={
+                "kafka": kafka,
+                "topic_prefix": prefix,
+                "scheduler_group_id": f"{prefix}scheduler",
+                "clock": "wall",
+                "http_host": "127.0.0.1",
+                "http_port": 0,
+            }
+        )
+        console.print(
+            f"Topics: prefix [bold]{prefix}[/bold]; fleet: {fleet_file.name} with "
+            f"{fleet.count('ManagedCluster')} clusters, {fleet.count('AddOnPlacementScore')} AddOn scores, "
+            f"{fleet.count('Placement')} placements; worker: scheduler, in this process"
+        )
+        demo = Demo(console, settings, fleet)
+        try:
+            results = asyncio.run(demo.run())
+        finally:
+            if not embedded and not keep_topics:
+                with contextlib.suppress(BusError, OSError):
+                    asyncio.run(_delete_topics(kafka, demo.topics))
+        console.print()
+        console.print(decisions_table(demo.feed.latest()))
+    console.print(summary_table(results, len(demo.acts)))
+    passed = sum(1 for r in results if r.ok)
+    elapsed = time.monotonic() - started
+    if passed == len(demo.acts):
+        console.print(f"[bold green]all {passed} acts passed[/bold green] in {elapsed:.1f} s")
+        return True
+    console.print(f"[bold red]{passed} of {len(demo.acts)} acts passed[/bold red] in {elapsed:.1f} s")
+    return False
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def demo(
+        fleet_file: Annotated[
+            Path, typer.Option("--fleet", help="The example fleet the acts are written for.")
+        ] = FLEET_FILE,
+        keep_topics: Annotated[
+            bool,
+            typer.Option("--keep-topics", help="On your own Kafka, keep the demo's topics afterwards."),
+        ] = False,
+    ) -> None:
+        """Watch decisions being made and changed live: broker, topics, worker and fleet in one command.
+
+        Without KAFKA_BOOTSTRAP_SERVERS an embedded broker is started and stopped again. Each act
+        checks the decision diffs it causes; the exit status is 1 if any act failed.
+        """
+        console = Console()
+        if not console.is_terminal:  # a log or a pipe: wide enough for the tables
+            console = Console(width=120)
+        try:
+            base = Settings()
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            typer.echo(f"error: invalid settings in the environment: {problems}", err=True)
+            raise typer.Exit(2) from None
+        # The worker runs in this process: keep its log lines for warnings, on stderr.
+        configure_logging("warning", "console")
+        try:
+            ok = run_demo(console, base, fleet_file, keep_topics)
+        except BusError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(1) from None
+        if not ok:
+            raise typer.Exit(1)
