@@ -23,6 +23,7 @@ from shared.api.ocm import OcmObject, Placement, PlacementDecision
 from shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
 from shared.placement.engine import delete_object
 from shared.placement.explain import explain
+from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 _TIME = TypeAdapter(datetime)
 
@@ -150,7 +151,9 @@ def result_json(
     return out
 
 
-def run_scenario(sc: Scenario, only: str | None, default_now: datetime) -> list[dict[str, Any]]:
+def run_scenario(
+    sc: Scenario, only: str | None, default_now: datetime, options: EngineOptions = DEFAULT_OPTIONS
+) -> list[dict[str, Any]]:
     fleet = Fleet()
     for obj, raw in sc.objects:
         apply_object(fleet, obj, raw)
@@ -167,7 +170,7 @@ def run_scenario(sc: Scenario, only: str | None, default_now: datetime) -> list[
     out = []
     for key in keys:
         placement = fleet.placements[key]
-        result = schedule(placement, fleet, now)
+        result = schedule(placement, fleet, now, options=options)
         out.append(result_json(result, sc.name, placement, fleet, now))
     return out
 
@@ -185,7 +188,9 @@ def _delete_ref(item: Any, where: str) -> tuple[str, str, str]:
     return item["kind"], ns, item["name"]
 
 
-def run_sequence(seq: Any, where: str, admission: bool = False) -> Iterator[dict[str, Any]]:
+def run_sequence(
+    seq: Any, where: str, admission: bool = False, options: EngineOptions = DEFAULT_OPTIONS
+) -> Iterator[dict[str, Any]]:
     """The worker's stepwise semantics without a bus (issue: simulate --sequence).
 
     After each step (deletes, then upserts, then the clock moves) every existing placement is
@@ -234,7 +239,7 @@ def run_sequence(seq: Any, where: str, admission: bool = False) -> Iterator[dict
         keys += sorted(k for k in engine.fleet.placements if k not in set(order))
         for key in keys:
             placement = engine.fleet.placements[key]
-            result = schedule(placement, engine.fleet, t)
+            result = schedule(placement, engine.fleet, t, options=options)
             line = {"name": name, "step": i} | result_json(result, name, placement, engine.fleet, t)
             engine.commit(result)
             yield line
@@ -265,7 +270,7 @@ def _table(line: dict[str, Any]) -> None:
     console.print(table)
 
 
-def _sequences(path: Path, output: str, admission: bool) -> None:
+def _sequences(path: Path, output: str, admission: bool, options: EngineOptions) -> None:
     where = str(path)
     try:
         data = orjson.loads(path.read_bytes())
@@ -281,7 +286,7 @@ def _sequences(path: Path, output: str, admission: bool) -> None:
     for i, seq in enumerate(data):
         label = f"{where}[{i}]"
         try:
-            lines = list(run_sequence(seq, label, admission))
+            lines = list(run_sequence(seq, label, admission, options))
         except InputError as e:
             failed = True
             typer.echo(f"error: {e}", err=True)
@@ -317,6 +322,13 @@ def register(app: typer.Typer) -> None:
                 help="Apply the CRD defaults and validation an API server would (default: objects as written).",
             ),
         ] = False,
+        prefer_no_select: Annotated[
+            str,
+            typer.Option(
+                "--prefer-no-select",
+                help="ignore (OCM) or penalize: score -100 for untolerated PreferNoSelect taints (beyond OCM).",
+            ),
+        ] = "ignore",
         sequence: Annotated[
             Path | None, typer.Option("--sequence", help="JSON array of step sequences to run offline.")
         ] = None,
@@ -325,6 +337,14 @@ def register(app: typer.Typer) -> None:
         if output not in ("json", "table"):
             typer.echo(f"error: --output: expected json or table, got {output!r}", err=True)
             raise typer.Exit(2)
+        if prefer_no_select not in ("ignore", "penalize"):
+            typer.echo(
+                f"error: --prefer-no-select: expected ignore or penalize, got {prefer_no_select!r}", err=True
+            )
+            raise typer.Exit(2)
+        engine_options = EngineOptions(
+            prefer_no_select="penalize" if prefer_no_select == "penalize" else "ignore"
+        )
         if placement is not None and placement.count("/") != 1:
             typer.echo(f"error: --placement: expected NS/NAME, got {placement!r}", err=True)
             raise typer.Exit(2)
@@ -336,7 +356,7 @@ def register(app: typer.Typer) -> None:
         failed = False
         write = sys.stdout.buffer.write
         if sequence is not None:
-            _sequences(sequence, output, admission)
+            _sequences(sequence, output, admission, engine_options)
             return
         if not paths:
             typer.echo("error: give at least one PATH (or --sequence FILE)", err=True)
@@ -351,7 +371,7 @@ def register(app: typer.Typer) -> None:
                 try:
                     if isinstance(sc, InputError):
                         raise sc
-                    lines = run_scenario(sc, placement, default_now)
+                    lines = run_scenario(sc, placement, default_now, engine_options)
                 except InputError as e:
                     failed = True
                     typer.echo(f"error: {e}", err=True)

@@ -36,6 +36,7 @@ def satisfied_condition(
     final: Status,
     selected: int,
     unscheduled: int,
+    detail: str | None = None,
 ) -> Condition:
     t = "PlacementSatisfied"
     if bindings == 0:
@@ -67,4 +68,5 @@ def satisfied_condition(
         )
     if unscheduled == 0:
         return Condition(t, "True", "AllDecisionsScheduled", "All cluster decisions scheduled")
-    return Condition(t, "False", "NotAllDecisionsScheduled", f"{unscheduled} cluster decisions unscheduled")
+    message = f"{unscheduled} cluster decisions unscheduled"
+    return Condition(t, "False", "NotAllDecisionsScheduled", f"{message}: {detail}" if detail else message)

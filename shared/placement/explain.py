@@ -53,9 +53,13 @@ def explain(result: ScheduleResult, placement: Placement, fleet: Fleet, now: dat
             else:
                 out[name] = {"filteredBy": "unknown", "reason": "removed by a filter"}
             continue
-        out[name] = {
+        entry: dict[str, Any] = {
             "total": result.scores.get(name, 0),
             "selected": name in selected,
             "prioritizers": per_cluster.get(name, {}),
         }
+        spread = result.spread_reason(name) if name not in selected else None
+        if spread is not None:
+            entry["spread"] = spread
+        out[name] = entry
     return out

@@ -96,8 +96,13 @@ def build_groups(
     strategy: GroupStrategy,
     selected: Sequence[str],
     clusters: Mapping[str, ClusterInfo],
+    scores: Mapping[str, int] | None = None,
 ) -> tuple[list[DecisionGroupResult], str | None]:
-    """(groups, Misconfigured message or None). On a bad selector the groups built so far stay."""
+    """(groups, Misconfigured message or None). On a bad selector the groups built so far stay.
+
+    Clusters are ordered by name inside a group (spec §6.2), or by score then name when
+    `scores` is given (`sortBy: Score`, beyond OCM).
+    """
     total = len(selected)
     try:
         length = group_length(strategy.clusters_per_decision_group, total)
@@ -107,7 +112,10 @@ def build_groups(
     remaining = set(selected)
 
     def chunk(name: str, names: list[str]) -> None:
-        names.sort()
+        if scores is None:
+            names.sort()
+        else:
+            names.sort(key=lambda n: (-scores.get(n, 0), n))
         step = max(length, 1)
         for i in range(0, len(names), step):
             groups.append(DecisionGroupResult(name, len(groups), tuple(names[i : i + step])))

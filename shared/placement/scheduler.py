@@ -15,7 +15,9 @@ from shared.placement.conditions import Condition, misconfigured_condition, sati
 from shared.placement.fleet import Fleet, SetSelectorError
 from shared.placement.framework import SUCCESS, Code, Filter, IntArray, ScheduleContext, Status
 from shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
+from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from shared.placement.plugins.predicate import PredicateFilter
+from shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
 from shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
 from shared.placement.weights import Weighted, WeightError, resolve
 
@@ -47,6 +49,7 @@ class ScheduleResult:
     unscheduled: int
     conditions: tuple[Condition, ...]
     skipped: str | None = None  # the run did nothing (disabled, deleting, a broken set)
+    _spread: Any = field(default=None, repr=False)  # SpreadOutcome when spread constraints applied
     _totals: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _slot_names: Any = field(default=None, repr=False)  # the fleet's slot -> name snapshot
     _post: Any = field(default=None, repr=False)  # post-filter slots, unordered
@@ -107,6 +110,16 @@ class ScheduleResult:
             )
         return tuple(out)
 
+    def spread_reason(self, cluster: str) -> str | None:
+        """The spread term that kept this post-filter cluster out, if any (beyond OCM)."""
+        if self._spread is None or cluster in self.selected or self._post is None:
+            return None
+        for slot in self._post.tolist():
+            if self._slot_names[slot] == cluster:
+                reason: str | None = self._spread.reason(slot)
+                return reason
+        return None
+
     def requeue_after_seconds(self) -> float | None:
         if self.requeue_at is None:
             return None
@@ -137,15 +150,15 @@ def _top(keys: IntArray, n: int | None) -> IntArray:
     return part[np.argsort(keys[part])].astype(np.int64)
 
 
-def _weights(placement: Placement, fleet: Fleet) -> list[Weighted]:
+def _weights(placement: Placement, fleet: Fleet, options: EngineOptions) -> list[Weighted]:
     """Resolved once per Placement object (the prioritizers are stateless)."""
-    key = ("weights", placement.key)
+    key = ("weights", placement.key, options)
     hit = fleet.cache.get(key)
     if hit is not None and hit[0] is placement:
         weighted: list[Weighted] = hit[1]
         return weighted
     try:
-        weighted = resolve(placement.spec.prioritizer_policy)
+        weighted = resolve(placement.spec.prioritizer_policy, options)
     except WeightError:
         fleet.cache.pop(key, None)
         raise
@@ -153,7 +166,9 @@ def _weights(placement: Placement, fleet: Fleet) -> list[Weighted]:
     return weighted
 
 
-def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any = None) -> ScheduleResult:
+def schedule(
+    placement: Placement, fleet: Fleet, now: datetime, *, options: EngineOptions | None = None
+) -> ScheduleResult:
     key = placement.key
     meta = placement.metadata
     own = fleet.decisions.own(meta.namespace, meta.name)
@@ -194,7 +209,7 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
     weighted: list[Weighted] = []
     if not status.aborts:
         try:
-            weighted = _weights(placement, fleet)
+            weighted = _weights(placement, fleet, options or DEFAULT_OPTIONS)
         except WeightError as e:
             status = e.status
             slots = empty
@@ -215,6 +230,8 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
 
     keys = _rank_keys(fleet, slots, totals)
     slot_names = fleet.names_snapshot()
+    spread: SpreadOutcome | None = None
+    spread_detail: str | None = None
     n = placement.spec.number_of_clusters
     if n is not None and n < 0 and not status.aborts:
         # Go panics on a negative bound; we report it instead (docs/compatibility.md)
@@ -226,12 +243,22 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
         if status.code is Code.MISCONFIGURED:
             unscheduled = max(n, 0) if n is not None else 0
     else:
-        selected = tuple(slot_names[slots[_top(keys, n)]].tolist())
+        terms = terms_of(placement) if n is not None else []
+        if terms and n is not None:  # spread applies only when numberOfClusters is set
+            spread = spread_select(fleet, slots, keys, n, terms)
+            selected = tuple(slot_names[slots[spread.chosen]].tolist())
+            if spread.blocked_by is not None and len(selected) < n:
+                spread_detail = f"{spread.blocked_by.describe()} leaves no admissible cluster"
+        else:
+            selected = tuple(slot_names[slots[_top(keys, n)]].tolist())
         unscheduled = (n - len(selected)) if n is not None else 0
         requeue = requeue_time(fleet.clusters, own, placement.spec.tolerations, now)
 
     strategy = placement.spec.decision_strategy.group_strategy
-    groups, group_error = build_groups(strategy, selected, fleet.clusters)
+    by_score = None
+    if placement.spec.sort_by == "Score" and selected:
+        by_score = {n: int(t) for n, t in zip(slot_names[slots].tolist(), totals.tolist(), strict=True)}
+    groups, group_error = build_groups(strategy, selected, fleet.clusters, by_score)
     final = status
     if group_error is not None:
         # OCM deletes every PD here yet reports the selection as scheduled (spec §7.4). We treat
@@ -252,6 +279,7 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
             final=final,
             selected=len(selected),
             unscheduled=unscheduled,
+            detail=spread_detail,
         ),
     )
     return ScheduleResult(
@@ -273,4 +301,5 @@ def schedule(placement: Placement, fleet: Fleet, now: datetime, *, options: Any 
         _post=slots,
         _keys=keys,
         _prioritizers=tuple(prioritizer_rows),
+        _spread=spread,
     )

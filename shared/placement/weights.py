@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 from shared.api.ocm import PrioritizerPolicy
 from shared.placement.framework import Code, Prioritizer, Status
+from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from shared.placement.plugins.addon import AddOnScore
 from shared.placement.plugins.balance import Balance
+from shared.placement.plugins.prefer_no_select import PreferNoSelectPenalty
 from shared.placement.plugins.resource import ResourceAllocatable
 from shared.placement.plugins.steady import Steady
 
@@ -26,7 +28,7 @@ class WeightError(Exception):
         self.status = Status(Code.MISCONFIGURED, "", message)
 
 
-def _builtin(name: str) -> Prioritizer | None:
+def _builtin(name: str, options: EngineOptions) -> Prioritizer | None:
     if name == "Balance":
         return Balance()
     if name == "Steady":
@@ -35,10 +37,12 @@ def _builtin(name: str) -> Prioritizer | None:
         return ResourceAllocatable("cpu")
     if name == "ResourceAllocatableMemory":
         return ResourceAllocatable("memory")
+    if name == "TaintToleration" and options.prefer_no_select == "penalize":
+        return PreferNoSelectPenalty()
     return None
 
 
-def resolve(policy: PrioritizerPolicy) -> list[Weighted]:
+def resolve(policy: PrioritizerPolicy, options: EngineOptions = DEFAULT_OPTIONS) -> list[Weighted]:
     """Weighted prioritizers in configuration order; raises WeightError (Misconfigured)."""
     # The coordinate identity is (type, builtIn, addOn *object*): every AddOn entry is its own
     # coordinate, BuiltIn entries without addOn collapse with the later weight winning.
@@ -46,6 +50,8 @@ def resolve(policy: PrioritizerPolicy) -> list[Weighted]:
     if policy.mode in ("Additive", ""):
         table[("BuiltIn", "Balance")] = ("BuiltIn", "Balance", None, 1)
         table[("BuiltIn", "Steady")] = ("BuiltIn", "Steady", None, 1)
+        if options.prefer_no_select == "penalize":
+            table[("BuiltIn", "TaintToleration")] = ("BuiltIn", "TaintToleration", None, 1)
     elif policy.mode != "Exact":
         raise WeightError(f"incorrect prioritizer policy mode: {policy.mode}")
     for i, config in enumerate(policy.configurations):
@@ -60,7 +66,7 @@ def resolve(policy: PrioritizerPolicy) -> list[Weighted]:
         if weight == 0:
             continue  # never instantiated, so never an error
         if ctype == "BuiltIn":
-            p = _builtin(builtin)
+            p = _builtin(builtin, options)
             if p is None:
                 raise WeightError(f"incorrect builtin prioritizer: {builtin}")
         elif addon is None:

@@ -16,7 +16,7 @@ import orjson
 
 from shared.api.objects import parse_object
 from shared.placement import PlacementEngine, apply_object, schedule
-from tests.bench.scenario import fleet_objects, placement
+from tests.bench.scenario import fleet_objects, placement, spread_placement
 
 NOW = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
 
@@ -37,9 +37,10 @@ def emit(line: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
-def run_placements(n: int, clusters: int = 1000) -> None:
+def run_placements(n: int, clusters: int = 1000, *, spread: bool = False) -> float:
     engine = _engine(clusters)
-    placements = [parse_object(placement("bench", i)) for i in range(n)]
+    make = spread_placement if spread else placement
+    placements = [parse_object(make("bench", i)) for i in range(n)]
     for p in placements:
         apply_object(engine.fleet, p)
     t0 = time.perf_counter()
@@ -48,14 +49,16 @@ def run_placements(n: int, clusters: int = 1000) -> None:
         assert result is not None and len(result.decisions) == 10
         engine.commit(result)
     elapsed = time.perf_counter() - t0
+    rate = n / elapsed
     emit(
         {
             "bench": "engine",
-            "run": f"placements-{n}x{clusters}",
-            "placements_per_second": round(n / elapsed, 1),
+            "run": f"placements-{n}x{clusters}" + ("-spread" if spread else ""),
+            "placements_per_second": round(rate, 1),
             "peak_rss_mb": round(_peak_rss_mb(), 1),
         }
     )
+    return rate
 
 
 def run_single(clusters: int, repeats: int = 15) -> None:
@@ -73,7 +76,9 @@ def run_single(clusters: int, repeats: int = 15) -> None:
 
 def main() -> None:
     run_placements(1000)
-    run_placements(10000)
+    plain = run_placements(10000)
+    spread = run_placements(10000, spread=True)
+    emit({"bench": "engine", "run": "spread-vs-plain", "ratio": round(spread / plain, 3)})
     for n in (1000, 5000, 20000):
         run_single(n)
 

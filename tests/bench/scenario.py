@@ -35,7 +35,10 @@ def cluster(i: int, rng: random.Random) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/v1",
         "kind": "ManagedCluster",
-        "metadata": {"name": f"cluster{i}", "labels": {"vendor": "OpenShift", "region": f"r{i % 5}"}},
+        "metadata": {
+            "name": f"cluster{i}",
+            "labels": {"vendor": "OpenShift", "region": f"r{i % 5}", "zone": f"r{i % 5}-z{i % 3}"},
+        },
         "spec": {"hubAcceptsClient": True},
         "status": {
             "allocatable": {"cpu": str(cpu), "memory": f"{rng.randint(4, 256)}Gi"},
@@ -51,6 +54,19 @@ def score(i: int, rng: random.Random) -> dict[str, Any]:
         "metadata": {"namespace": f"cluster{i}", "name": "demo"},
         "status": {"scores": [{"name": "demo", "value": rng.randint(-100, 100)}]},
     }
+
+
+SPREAD = [
+    {"topologyKey": "region", "topologyKeyType": "Label", "maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"},
+    {"topologyKey": "zone", "topologyKeyType": "Label", "maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"},
+]
+
+
+def spread_placement(namespace: str, i: int) -> dict[str, Any]:
+    """The benchmark placement with two spread terms (beyond OCM)."""
+    p = placement(namespace, i)
+    p["spec"]["spreadPolicy"] = {"spreadConstraints": SPREAD}
+    return p
 
 
 def placement(namespace: str, i: int) -> dict[str, Any]:

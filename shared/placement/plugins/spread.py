@@ -65,12 +65,13 @@ class SpreadOutcome:
         """Why spread kept this post-filter cluster out: the first term it would break now."""
         if self.explainer is None:
             return None
-        terms, check_order, term_ok, domains_of = self.explainer
-        domains = domains_of.get(slot)
-        if domains is None:
+        terms, check_order, term_ok, (slots, per_term) = self.explainer
+        where = np.flatnonzero(slots == slot)
+        if len(where) == 0:
             return None
+        i = int(where[0])
         for ti in check_order:
-            value = int(domains[ti])
+            value = int(per_term[ti][i])
             if value < 0 and terms[ti].hard:
                 return f"lacks the topology key required by {terms[ti].describe()}"
             if not term_ok(ti, value):
@@ -100,74 +101,101 @@ def _codes(fleet: Fleet, term: SpreadTerm) -> tuple[npt.NDArray[np.int64], list[
 def spread_select(
     fleet: Fleet, slots: IntArray, keys: IntArray, n: int, terms: Sequence[SpreadTerm]
 ) -> SpreadOutcome:
-    order = np.argsort(keys)  # rank order over the post-filter clusters
+    if n <= 0 or len(slots) == 0:
+        return SpreadOutcome([])
     per_term = [_codes(fleet, t)[0][slots] for t in terms]
-    # domains of each term: the values present among the feasible clusters
-    counts: list[dict[int, int]] = [dict.fromkeys(np.unique(c[c >= 0]).tolist(), 0) for c in per_term]
-    # group by domain tuple: every group's members in rank order
-    radix = [max(len(fleet.cache[("spread-codes", t.key, t.claim)][2]), 1) + 1 for t in terms]
+    ncodes = [len(_codes(fleet, t)[1]) for t in terms]
+    # counts[t][code]; the domains of a term are the values present among the feasible clusters
+    counts = [[0] * max(k, 1) for k in ncodes]
+    domains = [
+        np.flatnonzero(np.bincount(c + 1, minlength=k + 1)[1:]).tolist()
+        for c, k in zip(per_term, ncodes, strict=True)
+    ]
+    # group by domain tuple, each group in rank order: one lexsort (domain tuple, then rank key)
     combo = np.zeros(len(slots), dtype=np.int64)
-    for c, r in zip(per_term, radix, strict=True):
-        combo = combo * r + (c + 1)
-    ranked_combo = combo[order]
-    grouped = np.argsort(ranked_combo, kind="stable")  # positions in rank order, grouped
-    uniq, starts, sizes = np.unique(ranked_combo[grouped], return_index=True, return_counts=True)
-    groups = []
-    for g, start, size in zip(uniq.tolist(), starts.tolist(), sizes.tolist(), strict=True):
-        members = grouped[start : start + size].tolist()  # ascending rank positions
-        domains = [int(c[order[members[0]]]) for c in per_term]
-        groups.append((g, domains, members))
-    heads = [0] * len(groups)
-    outcome = SpreadOutcome([])
-
-    def term_ok(ti: int, value: int) -> bool:
-        if value < 0:
-            return not terms[ti].hard  # no key: never under DoNotSchedule, neutral otherwise
-        cnt = counts[ti]
-        m = min(cnt.values())
-        here = cnt[value]
-        after_min = m + 1 if here == m and sum(1 for v in cnt.values() if v == m) == 1 else m
-        return here + 1 - after_min <= terms[ti].max_skew
-
+    for c, k in zip(per_term, ncodes, strict=True):
+        combo = combo * (k + 1) + (c + 1)
+    grouped = np.lexsort((keys, combo))
+    sorted_combo = combo[grouped]
+    bounds = np.flatnonzero(np.diff(sorted_combo)) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(slots)]
+    group_members: list[list[int]] = []  # indices into slots, best first; at most n needed
+    group_domains: list[tuple[int, ...]] = []
+    for start, end in zip(starts, ends, strict=True):
+        if start == end:
+            continue
+        members = grouped[start : min(end, start + n)].tolist()
+        group_members.append(members)
+        group_domains.append(tuple(int(c[members[0]]) for c in per_term))
+    rank = keys.tolist()
+    heads = [0] * len(group_members)
     hard = [i for i, t in enumerate(terms) if t.hard]
     soft = [i for i, t in enumerate(terms) if not t.hard]
-    ok_cache: dict[tuple[int, int], bool] = {}  # per pick: admissibility depends on the counts
+    skews = [t.max_skew for t in terms]
+    outcome = SpreadOutcome([])
 
-    def ok(ti: int, value: int) -> bool:
-        k = (ti, value)
-        if k not in ok_cache:
-            ok_cache[k] = term_ok(ti, value)
-        return ok_cache[k]
+    def admissible_values(ti: int) -> list[bool]:
+        """Per domain code: does adding one cluster there keep the term's skew (spec: docs)?"""
+        cnt = counts[ti]
+        present = [cnt[d] for d in domains[ti]]
+        ok = [False] * len(cnt)
+        if not present:
+            return ok
+        m = min(present)
+        alone = present.count(m) == 1
+        for d in domains[ti]:
+            here = cnt[d]
+            after_min = m + 1 if here == m and alone else m
+            ok[d] = here + 1 - after_min <= skews[ti]
+        return ok
 
-    while len(outcome.chosen) < n:
-        live = [gi for gi in range(len(groups)) if heads[gi] < len(groups[gi][2])]
-        if not live:
-            break
-        ok_cache.clear()
+    live = list(range(len(group_members)))
+    while len(outcome.chosen) < n and live:
+        oks = [admissible_values(ti) for ti in range(len(terms))]
 
-        admissible = [gi for gi in live if all(ok(ti, groups[gi][1][ti]) for ti in hard)]
+        def fits(gi: int, active: Sequence[int], oks: list[list[bool]] = oks) -> bool:
+            dom = group_domains[gi]
+            for ti in active:
+                v = dom[ti]
+                if v < 0:
+                    if terms[ti].hard:
+                        return False
+                    continue  # no key: neutral for a ScheduleAnyway term
+                if not oks[ti][v]:
+                    return False
+            return True
+
+        admissible = [gi for gi in live if fits(gi, hard)]
         if not admissible:
-            best = min(live, key=lambda gi: groups[gi][2][heads[gi]])
-            outcome.blocked_by = next(terms[ti] for ti in hard if not ok(ti, groups[best][1][ti]))
+            best = min(live, key=lambda gi: rank[group_members[gi][heads[gi]]])
+            outcome.blocked_by = next(terms[ti] for ti in hard if not fits(best, [ti]))
             break
         pick = -1
         for keep in range(len(soft), -1, -1):  # relax ScheduleAnyway terms from the last
             active = soft[:keep]
-            fits = [gi for gi in admissible if all(ok(ti, groups[gi][1][ti]) for ti in active)]
-            if fits:
-                pick = min(fits, key=lambda gi: groups[gi][2][heads[gi]])
+            best_pos = 0
+            for gi in admissible:
+                pos = rank[group_members[gi][heads[gi]]]
+                if (pick < 0 or pos < best_pos) and fits(gi, active):
+                    pick, best_pos = gi, pos
+            if pick >= 0:
                 break
-        rank_pos = groups[pick][2][heads[pick]]
+        chosen = group_members[pick][heads[pick]]
         heads[pick] += 1
-        outcome.chosen.append(int(order[rank_pos]))
-        for ti, value in enumerate(groups[pick][1]):
+        if heads[pick] == len(group_members[pick]):
+            live.remove(pick)
+        outcome.chosen.append(chosen)
+        for ti, value in enumerate(group_domains[pick]):
             if value >= 0:
                 counts[ti][value] += 1
 
-    outcome.explainer = (
-        terms,
-        hard + soft,
-        term_ok,
-        dict(zip(slots.tolist(), zip(*per_term, strict=True), strict=True)),
-    )
+    final = [admissible_values(ti) for ti in range(len(terms))]
+
+    def term_ok(ti: int, value: int) -> bool:
+        if value < 0:
+            return not terms[ti].hard
+        return final[ti][value]
+
+    outcome.explainer = (terms, hard + soft, term_ok, (slots, per_term))
     return outcome

@@ -51,6 +51,13 @@ def taint_tolerated(
         return True, None
     if taint.effect == "NoSelectIfNew" and in_decision:
         return True, None
+    return matched_by_toleration(taint, tolerations, now)
+
+
+def matched_by_toleration(
+    taint: Taint, tolerations: Sequence[Toleration], now: datetime
+) -> tuple[bool, datetime | None]:
+    """The first toleration that matches and is unexpired (spec §4.2 step 3)."""
     for t in tolerations:
         if not _matches(t, taint):
             continue
