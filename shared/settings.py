@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     resync_interval_s: float = Field(default=600.0, gt=0)
     addon_resync_interval_s: float = Field(default=300.0, gt=0)
     clock: ClockSource = "wall"
+    # Beyond OCM, off by default: "penalize" scores untolerated PreferNoSelect taints -100.
+    prefer_no_select: Literal["ignore", "penalize"] = "ignore"
 
     scheduler_group_id: str = "fleetplace-scheduler"
     queue_placer_group_id: str = "fleetplace-queue-placer"

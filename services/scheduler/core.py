@@ -33,6 +33,7 @@ from shared.api.ocm import (
 )
 from shared.placement import PlacementEngine, ScheduleResult
 from shared.placement.fleet import SetSelectorError
+from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from shared.placement.plugins.taints import requeue_time
 
 SCHEMA_VERSION = 1
@@ -81,10 +82,21 @@ class Published:
     groups: tuple[tuple[str, int, tuple[str, ...]], ...]
     status: Mapping[str, Any]
     deleted: bool = False
+    scores: Mapping[str, int] = field(default_factory=dict)
+    evaluated_at: float = 0.0
+    sort_by_score: bool = False
+
+    def decision_scores(self) -> dict[str, int]:
+        return {c: s for c, s in self.scores.items() if c in set(self.decisions)}
 
     @classmethod
     def from_diff(cls, diff: Mapping[str, Any]) -> Published:
+        evaluated = diff.get("evaluatedAt")
         return cls(
+            scores=dict(diff.get("scores") or {}),
+            evaluated_at=datetime.fromisoformat(evaluated.replace("Z", "+00:00")).timestamp()
+            if isinstance(evaluated, str)
+            else 0.0,
             seq=int(diff["seq"]),
             decisions=tuple(diff.get("decisions") or ()),
             groups=tuple(
@@ -92,6 +104,7 @@ class Published:
             ),
             status=diff.get("status") or {},
             deleted=bool(diff.get("deleted", False)),
+            sort_by_score=diff.get("sortBy") == "Score",
         )
 
 
@@ -106,6 +119,24 @@ class _Timer:
 class SchedulerOptions:
     addon_resync_s: float = 300.0  # fleetplace: AddOn placements every 5 minutes (spec §9.1)
     full_resync_s: float = 600.0  # like OCM's informer resync
+    engine: EngineOptions = DEFAULT_OPTIONS  # beyond-OCM switches (all off: decisions equal OCM's)
+
+
+def _rate_limit_seconds(text: str) -> float:
+    """`scoreRateLimit` (`^[0-9]+[hms]$`, CRD default `1m`)."""
+    m = re.fullmatch(r"([0-9]+)([hms])", text or "")
+    if m is None:
+        return 60.0
+    return float(int(m.group(1)) * {"h": 3600, "m": 60, "s": 1}[m.group(2)])
+
+
+def _same_membership(
+    last: Published, groups: tuple[tuple[str, int, tuple[str, ...]], ...], status: Mapping[str, Any]
+) -> bool:
+    """The same clusters in the same groups, whatever their order inside each group."""
+    old = [(n, i, frozenset(c)) for n, i, c in last.groups]
+    new = [(n, i, frozenset(c)) for n, i, c in groups]
+    return old == new and dict(last.status) == dict(status)
 
 
 def _status_json(result: ScheduleResult) -> dict[str, Any]:
@@ -141,7 +172,7 @@ class SchedulerProcessor:
 
     def __init__(self, options: SchedulerOptions | None = None, owns: Any = None) -> None:
         self.options = options or SchedulerOptions()
-        self.engine = PlacementEngine()
+        self.engine = PlacementEngine(options=self.options.engine)
         self.fleet = self.engine.fleet
         self.published: dict[str, Published] = {}
         self._raw_clusters: dict[str, dict[str, Any]] = {}
@@ -459,18 +490,22 @@ class SchedulerProcessor:
         groups = tuple((g.name, g.index, g.clusters) for g in result.groups)
         status = _status_json(result)
         decisions = result.decisions
-        if (
-            last is not None
-            and not last.deleted
-            and (last.decisions, last.groups, dict(last.status))
-            == (
-                decisions,
-                groups,
-                status,
-            )
-        ):
-            self.engine.commit(result)
-            return None
+        if last is not None and not last.deleted:
+            same = (last.decisions, last.groups, dict(last.status)) == (decisions, groups, status)
+            if same and (
+                placement.spec.sort_by != "Score"
+                or last.decision_scores() == result.scores_of(set(decisions))
+            ):
+                self.engine.commit(result)
+                return None
+            if placement.spec.sort_by == "Score" and _same_membership(last, groups, status):
+                # only scores or their order changed: republish at most once per scoreRateLimit
+                limit = _rate_limit_seconds(placement.spec.score_rate_limit)
+                due = last.evaluated_at + limit
+                if now.timestamp() < due:
+                    self._arm(key, "score-rate-limit", due)
+                    self.engine.commit(result)
+                    return None
         if result.status.code.value in ("Success", "Warning"):
             # OCM re-reconciles after its own PD write, which arms the toleration requeue of
             # newly selected clusters (spec §4.2.1); we arm it from the new decision directly.
@@ -496,6 +531,7 @@ class SchedulerProcessor:
             inputs,
             nxt,
             placement.metadata.generation,
+            sort_by_score=placement.spec.sort_by == "Score",
         )
         self.published[key] = Published.from_diff(diff)
         self.engine.commit(result)
@@ -516,6 +552,7 @@ class SchedulerProcessor:
         generation: int,
         *,
         deleted: bool = False,
+        sort_by_score: bool = False,
     ) -> dict[str, Any]:
         old = list(last.decisions) if last is not None and not last.deleted else []
         old_set, new_set = set(old), set(decisions)
@@ -537,6 +574,8 @@ class SchedulerProcessor:
         }
         if deleted:
             out["deleted"] = True
+        if sort_by_score:
+            out["sortBy"] = "Score"  # scores are visible: decisions are ordered by them
         return out
 
     # ---- views ----------------------------------------------------------------------------
@@ -565,10 +604,18 @@ class SchedulerProcessor:
                                 "cluster.open-cluster-management.io/decision-group-index": str(gindex),
                             },
                         },
-                        "status": {"decisions": [{"clusterName": c, "reason": ""} for c in chunk]},
+                        "status": {"decisions": [self._entry(c, pub) for c in chunk]},
                     }
                 )
         return {"schemaVersion": SCHEMA_VERSION, "placement": key, "seq": pub.seq, "items": items}
+
+    @staticmethod
+    def _entry(cluster: str, pub: Published) -> dict[str, str]:
+        """A PlacementDecision entry with string values; `score` when scores are visible (sortBy Score)."""
+        entry = {"clusterName": cluster, "reason": ""}
+        if pub.sort_by_score and cluster in pub.scores:
+            entry["score"] = str(pub.scores[cluster])
+        return entry
 
     def drop(self, key: str) -> None:
         """Forget a placement this instance no longer owns (its decision stays, for Balance)."""

@@ -41,6 +41,7 @@ from shared.bus.kafka import (
 from shared.bus.records import OutgoingRecord, Record
 from shared.bus.topics import Topics
 from shared.logging import get_logger
+from shared.placement.options import EngineOptions
 from shared.settings import Settings
 
 log = get_logger("fleetplace.scheduler")
@@ -125,7 +126,9 @@ class SchedulerWorker:
         self._placement_next: dict[int, int] = {}
         self.processor = SchedulerProcessor(
             SchedulerOptions(
-                addon_resync_s=settings.addon_resync_interval_s, full_resync_s=settings.resync_interval_s
+                addon_resync_s=settings.addon_resync_interval_s,
+                full_resync_s=settings.resync_interval_s,
+                engine=EngineOptions(prefer_no_select=settings.prefer_no_select),
             ),
             owns=self._owns,
         )
@@ -312,7 +315,7 @@ class SchedulerWorker:
         if placement is None:
             return web.json_response({"error": f"placement '{key}' not found on this instance"}, status=404)
         now = self.clock.now() or datetime.now(UTC)
-        result = schedule(placement, self.processor.fleet, now)
+        result = schedule(placement, self.processor.fleet, now, options=self.processor.options.engine)
         return web.json_response(
             result_json(result, None, placement, self.processor.fleet, now),
             dumps=lambda v: encode_json(v).decode(),

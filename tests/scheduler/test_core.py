@@ -202,3 +202,72 @@ def test_taints_topic_overrides_spec_taints_on_same_key_and_effect() -> None:
     p.apply("taints", "c2", None)
     (d,) = p.evaluate(T0)
     assert d["added"] == ["c2"]
+
+
+def _scored(p: SchedulerProcessor, values: dict[str, int]) -> None:
+    for c, v in values.items():
+        p.apply(
+            "scores",
+            f"{c}/demo",
+            {
+                "apiVersion": "cluster.open-cluster-management.io/v1alpha1",
+                "kind": "AddOnPlacementScore",
+                "metadata": {"namespace": c, "name": "demo"},
+                "status": {"scores": [{"name": "s", "value": v}]},
+            },
+        )
+
+
+def test_sort_by_score_republishes_score_only_changes_at_most_once_per_rate_limit() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    cfg = [
+        {
+            "scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "demo", "scoreName": "s"}},
+            "weight": 1,
+        }
+    ]
+    spec = {
+        "numberOfClusters": 2,
+        "sortBy": "Score",
+        "scoreRateLimit": "30s",
+        "prioritizerPolicy": {"mode": "Exact", "configurations": cfg},
+    }
+    p.apply("placements", "ns1/a", placement("ns1", "a", **spec))
+    _scored(p, {"c1": 10, "c2": 50, "c3": 90})
+    (d,) = p.evaluate(T0)
+    assert d["decisions"] == ["c3", "c2"] and d["sortBy"] == "Score"
+    items = p.placement_decisions("ns1/a")["items"]  # type: ignore[index]
+    assert items[0]["status"]["decisions"] == [
+        {"clusterName": "c3", "reason": "", "score": "90"},
+        {"clusterName": "c2", "reason": "", "score": "50"},
+    ]
+    _scored(p, {"c2": 95})  # same clusters, new order: a score-only change
+    assert p.evaluate(T0 + timedelta(seconds=10)) == []  # within the 30 s limit
+    assert p.next_timer() == (T0 + timedelta(seconds=30)).timestamp()
+    (d,) = p.evaluate(T0 + timedelta(seconds=30))
+    assert d["decisions"] == ["c2", "c3"] and d["added"] == [] and d["removed"] == []
+    _scored(p, {"c1": 100})  # a membership change is published at once
+    (d,) = p.evaluate(T0 + timedelta(seconds=31))
+    assert d["added"] == ["c1"]
+
+
+def test_without_sort_by_score_score_changes_alone_publish_nothing() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    cfg = [
+        {
+            "scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "demo", "scoreName": "s"}},
+            "weight": 1,
+        }
+    ]
+    p.apply(
+        "placements",
+        "ns1/a",
+        placement("ns1", "a", numberOfClusters=2, prioritizerPolicy={"mode": "Exact", "configurations": cfg}),
+    )
+    _scored(p, {"c1": 10, "c2": 50, "c3": 90})
+    (d,) = p.evaluate(T0)
+    assert d["decisions"] == ["c2", "c3"] and "sortBy" not in d
+    _scored(p, {"c2": 95})
+    assert p.evaluate(T0) == []
