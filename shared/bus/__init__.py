@@ -21,6 +21,7 @@ from shared.bus.kafka import (
     true_end_offsets,
 )
 from shared.bus.records import Delivered, OutgoingRecord, Record
+from shared.bus.subscriber import DecisionSubscriber as DecisionSubscriber
 from shared.bus.topics import TopicKind, Topics, ensure_topics
 
 __all__ = [

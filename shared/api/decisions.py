@@ -1,0 +1,257 @@
+"""The payload contracts of fleetplace's own topics: what the workers publish and what they read
+besides Kubernetes objects.
+
+These models are the single description of the records: subscribers parse with them
+(`DecisionDiff.from_value`), the AsyncAPI document (`fleetplace docs asyncapi`) is generated
+from them, and the tests check the workers' output against them. Field names are the JSON
+names; unknown fields are ignored so that a newer producer does not break an older consumer
+(every record also carries `schemaVersion`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from shared.api.ocm import Taint
+
+SCHEMA_VERSION = 1
+
+PLACEMENT_KEY_PATTERN = r"^[^/]+/[^/]+$"
+
+TRIGGER_KINDS = (
+    "cluster",
+    "taint",
+    "score",
+    "clusterset",
+    "binding",
+    "placement",
+    "toleration-expired",
+    "score-expired",
+    "resync",
+    "startup",
+)
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore")
+
+
+# ---- decisions --------------------------------------------------------------------------------
+
+
+class DecisionTrigger(_Payload):
+    """What made the scheduler evaluate the placement."""
+
+    kind: str = Field(
+        description="One of: " + ", ".join(TRIGGER_KINDS) + ". Consumers must accept kinds they do not know.",
+        examples=["cluster", "toleration-expired"],
+    )
+    key: str = Field(description="The key of the record (or the placement, for timers) behind the trigger.")
+
+
+class DecisionGroupRecord(_Payload):
+    """One decision group of the placement's decision strategy (spec §6)."""
+
+    group_name: str = ""
+    group_index: int = Field(default=0, ge=0)
+    clusters: tuple[str, ...] = ()
+
+
+class StatusCondition(_Payload):
+    """A Placement status condition (PlacementMisconfigured, PlacementSatisfied)."""
+
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str = ""
+    message: str = ""
+
+
+class DecisionStatus(_Payload):
+    """The Placement status the decision implies. Empty for a deleted placement."""
+
+    number_of_selected_clusters: int = Field(default=0, ge=0)
+    conditions: tuple[StatusCondition, ...] = ()
+
+
+class DecisionDiff(_Payload):
+    """One change of a placement's decision: the whole decision *and* the diff (topic `decisions`).
+
+    `seq` rises by one per placement with no gaps: a subscriber that sees a seq it already
+    applied ignores it. `inputs` and `evaluatedAt` make the decision reproducible
+    (`fleetplace audit`, `fleetplace explain`).
+    """
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Version of this payload schema.")
+    placement: str = Field(pattern=PLACEMENT_KEY_PATTERN, description="`<namespace>/<name>`, the record key.")
+    seq: int = Field(ge=1, description="Per-placement sequence number, +1 per published change.")
+    generation: int = Field(default=0, ge=0, description="metadata.generation of the Placement evaluated.")
+    evaluated_at: datetime = Field(description="The scheduler's clock when it evaluated (RFC 3339, UTC).")
+    trigger: DecisionTrigger
+    added: tuple[str, ...] = Field(default=(), description="Clusters selected now and not before.")
+    removed: tuple[str, ...] = Field(default=(), description="Clusters selected before and not now.")
+    decisions: tuple[str, ...] = Field(
+        default=(), description="Every selected cluster, in PlacementDecision page order."
+    )
+    groups: tuple[DecisionGroupRecord, ...] = ()
+    scores: dict[str, int] = Field(
+        default_factory=dict,
+        description="Total score of the selected clusters and of those added or removed (not the whole fleet).",
+    )
+    status: DecisionStatus = Field(default_factory=DecisionStatus)
+    next_requeue_at: datetime | None = Field(
+        default=None, description="When a timer (toleration expiry, score expiry) re-evaluates next."
+    )
+    inputs: dict[str, int] = Field(
+        default_factory=dict,
+        description=(
+            "The watermark the decision was computed from: `<topic without prefix>/<partition>` to the "
+            "next offset consumed. A partition left out was not read (next offset 0)."
+        ),
+    )
+    deleted: bool = Field(default=False, description="The placement is gone; `decisions` is empty.")
+
+    @property
+    def key(self) -> str:
+        return self.placement
+
+    @classmethod
+    def from_value(cls, value: Mapping[str, Any]) -> DecisionDiff:
+        """Parse a decoded record value (raises pydantic's ValidationError)."""
+        return cls.model_validate(value)
+
+    def to_value(self) -> dict[str, Any]:
+        """The JSON object as the worker writes it."""
+        out = self.model_dump(mode="json", by_alias=True)
+        if self.deleted:
+            if self.status == DecisionStatus():
+                out["status"] = {}  # the worker writes no status for a deleted placement
+        else:
+            out.pop("deleted")
+        return out
+
+
+# ---- placement-decisions ----------------------------------------------------------------------
+
+
+class ClusterDecisionEntry(_Payload):
+    """One entry of PlacementDecision `status.decisions` (string values, as Argo CD reads them)."""
+
+    cluster_name: str
+    reason: str = ""
+
+
+class PlacementDecisionMetadata(_Payload):
+    name: str = Field(description="`<placement>-decision-<k>`, k = 1, 2, … as OCM names its pages.")
+    namespace: str
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "cluster.open-cluster-management.io/placement, …/decision-group-name and "
+            "…/decision-group-index (as strings)."
+        ),
+    )
+
+
+class PlacementDecisionPageStatus(_Payload):
+    decisions: tuple[ClusterDecisionEntry, ...] = ()
+
+
+class PlacementDecisionPage(_Payload):
+    """One OCM PlacementDecision object: at most 100 clusters of one decision group."""
+
+    api_version: str = "cluster.open-cluster-management.io/v1beta1"
+    kind: Literal["PlacementDecision"] = "PlacementDecision"
+    metadata: PlacementDecisionMetadata
+    status: PlacementDecisionPageStatus = Field(default_factory=PlacementDecisionPageStatus)
+
+
+class PlacementDecisions(_Payload):
+    """The current decision of one placement as PlacementDecision pages (topic `placement-decisions`,
+    compacted; a tombstone when the placement is deleted)."""
+
+    schema_version: int = SCHEMA_VERSION
+    placement: str = Field(pattern=PLACEMENT_KEY_PATTERN)
+    seq: int = Field(ge=1, description="The seq of the DecisionDiff this state comes from.")
+    items: tuple[PlacementDecisionPage, ...] = ()
+
+
+# ---- control and errors -----------------------------------------------------------------------
+
+
+class ClockRecord(_Payload):
+    """The time, for workers started with `--clock topic` (topic `clock`, key = worker group)."""
+
+    now: datetime = Field(description="RFC 3339; the clock never goes back (an earlier time is ignored).")
+
+
+class DeadLetterRecord(BaseModel):
+    """A record a worker could not use, kept whole with the reason (topic `deadletter`, key = the
+    original key bytes). Byte strings are base64."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    topic: str = Field(description="The full topic name the record came from.")
+    partition: int
+    offset: int
+    error: str = Field(description="Why the record was rejected.")
+    key: str | None = Field(default=None, description="The original key, when it is valid UTF-8.")
+    key_b64: str | None = Field(default=None, description="The original key bytes, when it is not UTF-8.")
+    value_b64: str | None = Field(description="The original value bytes; null for a tombstone.")
+    timestamp_ms: int = -1
+    headers: tuple[tuple[str, str], ...] = Field(
+        default=(), description="The original headers as [name, base64 value] pairs."
+    )
+
+
+# ---- inputs that are not Kubernetes objects ---------------------------------------------------
+
+
+class TaintSetRecord(_Payload):
+    """The taints a taint owner (health checker, operator) publishes for one cluster (topic `taints`).
+
+    Effective taints = the ManagedCluster's spec.taints united with these; on the same key and
+    effect this set wins. A tombstone removes the set."""
+
+    taints: tuple[Taint, ...] = ()
+
+
+class AppPlacementRecord(_Payload):
+    """The queue chosen for one application, or its rejection (topic `app-placements`)."""
+
+    application_id: str = Field(alias="applicationID")
+    queue: str | None = Field(default=None, description="The fully qualified queue (absent when rejected).")
+    rule: str | None = Field(default=None, description="The type of the rule that placed it.")
+    created: bool = Field(default=False, description="The placement created the queue.")
+    rejected: bool = False
+    reason: str | None = Field(default=None, description="Why it was rejected.")
+    evaluated_at: datetime | None = Field(
+        default=None, description="Planned for audit: the queue placer's clock at placement."
+    )
+    inputs: dict[str, int] | None = Field(
+        default=None, description="Planned for audit: the watermark of queue-configs and applications."
+    )
+
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "TRIGGER_KINDS",
+    "AppPlacementRecord",
+    "ClockRecord",
+    "ClusterDecisionEntry",
+    "DeadLetterRecord",
+    "DecisionDiff",
+    "DecisionGroupRecord",
+    "DecisionStatus",
+    "DecisionTrigger",
+    "PlacementDecisionMetadata",
+    "PlacementDecisionPage",
+    "PlacementDecisionPageStatus",
+    "PlacementDecisions",
+    "StatusCondition",
+    "TaintSetRecord",
+]
