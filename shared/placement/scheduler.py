@@ -137,7 +137,13 @@ def _eligible(placement: Placement, fleet: Fleet) -> tuple[int, tuple[str, ...]]
 
 def _rank_keys(fleet: Fleet, slots: IntArray, totals: IntArray) -> IntArray:
     """Ascending keys for total descending, then cluster name ascending (spec §5.6)."""
-    return fleet.rank[slots] - totals * (1 << 32)
+    rank = fleet.rank[slots]
+    if len(totals) == 0 or int(np.abs(totals).max()) < (1 << 30):
+        return rank - totals * (1 << 32)
+    # unclamped add-on values times int32 weights (§5.5) overflow the packed key: dense keys instead
+    keys = np.empty(len(totals), dtype=np.int64)
+    keys[np.lexsort((rank, -totals))] = np.arange(len(totals), dtype=np.int64)
+    return keys
 
 
 def _top(keys: IntArray, n: int | None) -> IntArray:
