@@ -1,0 +1,72 @@
+"""The `shared.testing` helpers users get for their own subscriber tests."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from shared.bus.codec import decode_object, encode_json
+from shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
+from shared.bus.records import OutgoingRecord
+from shared.testing import running_scheduler
+
+pytestmark = pytest.mark.integration
+G = "cluster.open-cluster-management.io"
+
+
+async def test_running_scheduler_decides_what_a_user_publishes(broker: str, topic_prefix: str) -> None:
+    async with running_scheduler(broker, topic_prefix):
+        producer = make_producer(broker)
+        await start_client(producer)
+        try:
+            docs = [
+                (
+                    "clustersets",
+                    "s",
+                    {"apiVersion": f"{G}/v1beta2", "kind": "ManagedClusterSet", "metadata": {"name": "s"}},
+                ),
+                (
+                    "clustersetbindings",
+                    "ns/s",
+                    {
+                        "apiVersion": f"{G}/v1beta2",
+                        "kind": "ManagedClusterSetBinding",
+                        "metadata": {"namespace": "ns", "name": "s"},
+                        "spec": {"clusterSet": "s"},
+                    },
+                ),
+                (
+                    "clusters",
+                    "c1",
+                    {
+                        "apiVersion": f"{G}/v1",
+                        "kind": "ManagedCluster",
+                        "metadata": {"name": "c1", "labels": {f"{G}/clusterset": "s"}},
+                    },
+                ),
+                (
+                    "placements",
+                    "ns/p",
+                    {
+                        "apiVersion": f"{G}/v1beta1",
+                        "kind": "Placement",
+                        "metadata": {"namespace": "ns", "name": "p"},
+                        "spec": {},
+                    },
+                ),
+            ]
+            await send_all(
+                producer, [OutgoingRecord(topic_prefix + t, k, encode_json(v)) for t, k, v in docs]
+            )
+        finally:
+            await producer.stop()
+        async with BroadcastReader(broker, [topic_prefix + "decisions"]) as reader:
+            for _ in range(200):
+                batch = await reader.poll()
+                if batch.records:
+                    value = decode_object(batch.records[0].value)
+                    assert value is not None and value["decisions"] == ["c1"]
+                    return
+                await asyncio.sleep(0.05)
+    raise AssertionError("no decision published")
