@@ -1,0 +1,440 @@
+"""Re-derive every published decision from the topics and report the ones that do not reproduce.
+
+For each batch (see `batches`): restore the instance's state to the batch's watermark
+(`replay`), then for each diff in key order: make the placement's previous decision the one the
+worker diffed against (seq - 1), evaluate the placement at `evaluatedAt` with the worker's own
+engine, compare what the diff would hold, and commit the recorded diff before the next one.
+
+Compared: generation, decisions (page order), groups, status, the scores of the clusters the
+record lists, added/removed, and deletion. Not compared: `trigger` (which of several pending
+records happened to mark the placement first) and `nextRequeueAt` (timer bookkeeping); neither
+changes what was decided.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from services.auditor.batches import DecisionBatch, group_batches
+from services.auditor.history import DecisionRecord, History, InvalidDecision
+from services.auditor.replay import SourceReplay, WatermarkBehind
+from shared.api.ocm import Placement
+from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from shared.placement import ScheduleResult
+from shared.placement.explain import explain
+
+COMPARED = ("deleted", "generation", "decisions", "groups", "status", "scores", "added", "removed")
+
+Progress = Callable[[int, int], None]
+"""Called with (diffs done, diffs in the history)."""
+
+
+@dataclass(frozen=True)
+class Recomputed:
+    """What the diff would hold, recomputed from the replayed state."""
+
+    value: dict[str, Any]
+    result: ScheduleResult | None = None
+    placement: Placement | None = None
+    skipped: str | None = None
+
+
+def expected_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The compared fields of a recorded diff, with the worker's defaults filled in."""
+    return {
+        "deleted": bool(record.get("deleted", False)),
+        "generation": record.get("generation", 0),
+        "decisions": list(record.get("decisions") or []),
+        "groups": list(record.get("groups") or []),
+        "status": dict(record.get("status") or {}),
+        "scores": dict(record.get("scores") or {}),
+        "added": list(record.get("added") or []),
+        "removed": list(record.get("removed") or []),
+    }
+
+
+def recompute(replay: SourceReplay, key: str, now: datetime) -> Recomputed:
+    """The diff the worker would publish for `key` at `now`, against the decision in force."""
+    processor = replay.processor
+    last = processor.published.get(key)
+    old = set(last.decisions) if last is not None and not last.deleted else set()
+    placement = processor.fleet.placements.get(key)
+    if placement is None:
+        value = {
+            "deleted": True,
+            "generation": 0,
+            "decisions": [],
+            "groups": [],
+            "status": {},
+            "scores": {},
+            "added": [],
+            "removed": sorted(old),
+        }
+        return Recomputed(value)
+    result = processor.engine.evaluate(key, now)
+    assert result is not None
+    decisions = list(result.decisions)
+    new = set(decisions)
+    value = {
+        "deleted": False,
+        "generation": placement.metadata.generation,
+        "decisions": decisions,
+        "groups": [
+            {"groupName": g.name, "groupIndex": g.index, "clusters": list(g.clusters)} for g in result.groups
+        ],
+        "status": {
+            "numberOfSelectedClusters": result.number_selected,
+            "conditions": [c.to_json() for c in result.conditions],
+        },
+        "scores": dict(sorted(result.scores_of(new | (new ^ old)).items())),
+        "added": sorted(new - old),
+        "removed": sorted(old - new),
+    }
+    return Recomputed(value, result, placement, result.skipped)
+
+
+def differing(expected: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
+    return [f for f in COMPARED if expected.get(f) != recomputed.get(f)]
+
+
+@dataclass
+class Mismatch:
+    """A decision that does not reproduce, and what differs."""
+
+    placement: str
+    seq: int
+    partition: int
+    offset: int
+    source: str
+    evaluated_at: str
+    trigger: Mapping[str, Any]
+    fields: list[str]
+    expected: dict[str, Any]
+    recomputed: dict[str, Any]
+    reason: str
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "placement": self.placement,
+            "seq": self.seq,
+            "record": f"decisions/{self.partition}@{self.offset}",
+            "source": self.source,
+            "evaluatedAt": self.evaluated_at,
+            "trigger": dict(self.trigger),
+            "fields": self.fields,
+            "reason": self.reason,
+            "expected": {f: self.expected[f] for f in self.fields},
+            "recomputed": {f: self.recomputed.get(f) for f in self.fields},
+            "clusters": self.clusters,
+            "inputs": self.inputs,
+        }
+
+
+@dataclass
+class SeqProblem:
+    """A break of the seq contract: a seq missing, or published twice with different content."""
+
+    placement: str
+    seq: int
+    problem: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"placement": self.placement, "seq": self.seq, "problem": self.problem}
+
+
+@dataclass
+class Tally:
+    checked: int = 0
+    reproduced: int = 0
+
+
+@dataclass
+class AuditReport:
+    records: int = 0
+    batches: int = 0
+    checked: int = 0
+    reproduced: int = 0
+    mismatches: list[Mismatch] = field(default_factory=list)
+    invalid: list[InvalidDecision] = field(default_factory=list)
+    seq_problems: list[SeqProblem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    per_placement: dict[str, Tally] = field(default_factory=dict)
+    app_placements_unverified: int = 0
+    rebuilds: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and not self.invalid and not self.seq_problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "records": self.records,
+            "batches": self.batches,
+            "checked": self.checked,
+            "reproduced": self.reproduced,
+            "mismatched": len(self.mismatches),
+            "perPlacement": {
+                k: {"checked": t.checked, "reproduced": t.reproduced}
+                for k, t in sorted(self.per_placement.items())
+            },
+            "mismatches": [m.to_json() for m in self.mismatches],
+            "invalidRecords": [
+                {"key": i.key, "record": f"decisions/{i.partition}@{i.offset}", "error": i.error}
+                for i in self.invalid
+            ],
+            "seqProblems": [p.to_json() for p in self.seq_problems],
+            "warnings": self.warnings,
+            "appPlacementsUnverified": self.app_placements_unverified,
+        }
+
+
+Visit = Callable[[SourceReplay, DecisionRecord], None]
+
+
+class Auditor:
+    """Walks the batches of a history with one incremental replay per worker instance."""
+
+    def __init__(self, history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+        self.history = history
+        self.limits = limits
+        self.batches = group_batches(history.decisions)
+        self.warnings: list[str] = []
+        self.rebuilds = 0
+        self._replays: dict[str, SourceReplay] = {}
+        self._committed: dict[str, list[DecisionRecord]] = {}
+
+    def replay_for(self, batch: DecisionBatch) -> SourceReplay:
+        """The batch's instance state at the batch's watermark."""
+        replay = self._replays.get(batch.source)
+        if replay is not None:
+            try:
+                replay.advance(batch.watermark)
+                return replay
+            except WatermarkBehind as e:
+                self.rebuilds += 1
+                self.warnings.append(
+                    f"{batch.source}: watermark went back on {e} at {batch.evaluated_at}; state rebuilt"
+                )
+        replay = SourceReplay(self.history, self.limits)
+        replay.advance(batch.watermark)
+        for record in self._committed.get(batch.source, ()):  # its own diffs, as the worker remembers them
+            replay.apply_decision(record.value)
+        self._replays[batch.source] = replay
+        return replay
+
+    def set_previous(self, replay: SourceReplay, key: str, seq: int) -> None:
+        """Make seq `seq` of `key` the decision in force (0: none)."""
+        previous = self.history.decision(key, seq) if seq > 0 else None
+        if previous is None:
+            replay.processor.published.pop(key, None)
+            replay.processor.engine.forget(key)
+        else:
+            replay.force_decision(previous.value)
+
+    def walk(
+        self,
+        visit: Visit,
+        select: Callable[[DecisionRecord], bool] = lambda record: True,
+        *,
+        until: DecisionRecord | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        """Call `visit` for each selected diff with the state it was computed from, in replay order."""
+        total = len(self.history.decisions)
+        done = 0
+        for batch in self.batches:
+            replay = self.replay_for(batch)
+            for record in batch.diffs:
+                key = record.key
+                in_force = replay.published_seq(key)
+                if select(record):
+                    if in_force != record.seq - 1:
+                        # the worker diffed against seq - 1: it had that decision in force
+                        if in_force < record.seq - 1:
+                            self.warnings.append(
+                                f"{key} seq {record.seq}: seq {record.seq - 1} was not in the watermark"
+                            )
+                        self.set_previous(replay, key, record.seq - 1)
+                    visit(replay, record)
+                    if in_force > record.seq:
+                        replay.apply_decision(record.value)
+                        self.set_previous(replay, key, in_force)  # keep the later decision in force
+                    else:
+                        if in_force == record.seq:
+                            self.set_previous(replay, key, record.seq - 1)
+                        replay.apply_decision(record.value)
+                else:
+                    replay.apply_decision(record.value)
+                self._committed.setdefault(batch.source, []).append(record)
+                done += 1
+                if record is until:
+                    return
+            if progress is not None:
+                progress(done, total)
+
+
+def _seq_problems(history: History, wanted: Callable[[str], bool]) -> list[SeqProblem]:
+    problems: list[SeqProblem] = []
+    seqs: dict[str, dict[int, list[DecisionRecord]]] = {}
+    for record in history.decisions:
+        if wanted(record.key):
+            seqs.setdefault(record.key, {}).setdefault(record.seq, []).append(record)
+    for key, by_seq in sorted(seqs.items()):
+        highest = max(by_seq)
+        missing = [s for s in range(1, highest) if s not in by_seq]
+        if missing:
+            shown = ", ".join(map(str, missing[:10])) + (" …" if len(missing) > 10 else "")
+            problems.append(SeqProblem(key, missing[0], f"seq missing: {shown}"))
+        for seq, records in sorted(by_seq.items()):
+            if len(records) > 1:
+                contents = {
+                    tuple(sorted((k, repr(v)) for k, v in r.value.items() if k != "inputs")) for r in records
+                }
+                if len(contents) > 1:
+                    where = ", ".join(r.where for r in records)
+                    problems.append(
+                        SeqProblem(key, seq, f"published {len(records)} times, differently: {where}")
+                    )
+    return problems
+
+
+def _verdict(entry: Mapping[str, Any] | None) -> str:
+    if entry is None:
+        return "absent from the fleet at the watermark"
+    if "filteredBy" in entry:
+        return f"filtered by {entry['filteredBy']}: {entry['reason']}"
+    return f"{'selected' if entry.get('selected') else 'not selected'}, score {entry.get('total')}"
+
+
+def analyse(
+    replay: SourceReplay, record: DecisionRecord, recomputed: Recomputed, fields: list[str]
+) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
+    """Why a decision differs: a sentence, the clusters whose verdict changed, the inputs behind them."""
+    expected = expected_of(record.value)
+    got = recomputed.value
+    if recomputed.skipped is not None:
+        reason = f"the worker would not have published: evaluation skipped ({recomputed.skipped})"
+    elif expected["deleted"] and not got["deleted"]:
+        reason = "recorded as deleted, but the placement exists at the watermark"
+    elif got["deleted"] and not expected["deleted"]:
+        reason = "the placement does not exist at the watermark"
+    elif "generation" in fields:
+        reason = (
+            f"the placement at the watermark is generation {got['generation']}, not {expected['generation']}"
+        )
+    else:
+        reason = "recomputed " + ", ".join(fields) + " differ"
+    clusters: list[dict[str, Any]] = []
+    explanation: dict[str, Any] = {}
+    if recomputed.result is not None and recomputed.placement is not None:
+        explanation = explain(recomputed.result, recomputed.placement, replay.fleet, record.now)
+    recorded_set = set(expected["decisions"])
+    got_set = set(got["decisions"])
+    all_scores = recomputed.result.scores if recomputed.result is not None else {}
+    for name in sorted(recorded_set | got_set | set(expected["scores"])):
+        was = name in recorded_set
+        now_selected = name in got_set
+        recorded_score = expected["scores"].get(name)
+        score = all_scores.get(name)
+        if was == now_selected and (recorded_score is None or recorded_score == score):
+            continue
+        entry = explanation.get(name)
+        clusters.append(
+            {
+                "cluster": name,
+                "recorded": {"selected": was, "score": recorded_score},
+                "recomputed": {"selected": now_selected, "score": score, "verdict": _verdict(entry)},
+                **({"explain": entry} if entry is not None else {}),
+            }
+        )
+    if clusters:
+        names = ", ".join(c["cluster"] for c in clusters[:8])
+        reason += f"; verdict changed for {names}" + (" …" if len(clusters) > 8 else "")
+    inputs: list[dict[str, Any]] = []
+
+    def cite(topic: str, key: str) -> None:
+        where = replay.in_force.get((topic, key))
+        if where is not None:
+            inputs.append({"topic": topic, "key": key, "partition": where.partition, "offset": where.offset})
+
+    cite("placements", record.key)
+    for c in clusters:
+        name = c["cluster"]
+        cite("clusters", name)
+        cite("taints", name)
+        for topic, key in sorted(replay.in_force):
+            if topic == "scores" and key.startswith(f"{name}/"):
+                cite(topic, key)
+    return reason, clusters, inputs
+
+
+def audit(
+    history: History,
+    *,
+    placement: str | None = None,
+    since: datetime | None = None,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
+) -> AuditReport:
+    """Check every decision of the history (or of one placement, or evaluated since a time)."""
+    auditor = Auditor(history, limits)
+    report = AuditReport(records=history.records_read, batches=len(auditor.batches))
+
+    def wanted_key(key: str) -> bool:
+        return placement is None or key == placement
+
+    def select(record: DecisionRecord) -> bool:
+        return wanted_key(record.key) and (since is None or record.now >= since)
+
+    def visit(replay: SourceReplay, record: DecisionRecord) -> None:
+        recomputed = recompute(replay, record.key, record.now)
+        expected = expected_of(record.value)
+        fields = differing(expected, recomputed.value)
+        if recomputed.skipped is not None:
+            fields = fields or ["status"]
+        tally = report.per_placement.setdefault(record.key, Tally())
+        tally.checked += 1
+        report.checked += 1
+        if not fields:
+            tally.reproduced += 1
+            report.reproduced += 1
+            return
+        reason, clusters, inputs = analyse(replay, record, recomputed, fields)
+        report.mismatches.append(
+            Mismatch(
+                placement=record.key,
+                seq=record.seq,
+                partition=record.partition,
+                offset=record.offset,
+                source=record.source,
+                evaluated_at=record.evaluated_at,
+                trigger=record.trigger,
+                fields=fields,
+                expected=expected,
+                recomputed=recomputed.value,
+                reason=reason,
+                clusters=clusters,
+                inputs=inputs,
+            )
+        )
+
+    auditor.walk(visit, select, progress=progress)
+    report.invalid = [i for i in history.invalid if i.key is None or wanted_key(i.key)]
+    report.seq_problems = _seq_problems(history, wanted_key)
+    report.rebuilds = auditor.rebuilds
+    warnings = Counter(auditor.warnings)
+    report.warnings = [w if n == 1 else f"{w} (×{n})" for w, n in warnings.items()]
+    for (topic, partition), first_missing in sorted(history.gaps().items()):
+        report.warnings.append(
+            f"{topic}/{partition}: offsets are not contiguous from {first_missing} (compacted or deleted): "
+            "decisions before that point may not reproduce"
+        )
+    report.app_placements_unverified = len(history.app_placements)
+    return report

@@ -1,0 +1,227 @@
+"""The history the auditor works from: every record of the scheduler's inputs and of `decisions`,
+read once from the beginning up to a snapshot of the high watermarks.
+
+Offsets come from Fetch responses (`true_end_offsets`), never from ListOffsets or
+offsets_for_times, which Tansu gets wrong (kafka-local-broker.md). Records are kept per
+partition in offset order; decision records are decoded up front because batching needs their
+`inputs` and `evaluatedAt`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
+from shared.bus.envelope import H_SOURCE, parse_time
+from shared.bus.kafka import TP, BroadcastReader, true_end_offsets
+from shared.bus.records import Record
+from shared.bus.topics import APP_PLACEMENTS, DECISIONS, Topics, TopicState, describe_catalogue
+from shared.settings import KafkaSettings
+
+# The scheduler's inputs, as its processor names them (topic names without the prefix).
+INPUT_TOPICS = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "placements")
+
+Progress = Callable[[int, int], None]
+"""Called with (records read so far, records to read)."""
+
+
+class HistoryError(Exception):
+    """The topics cannot be audited (missing, unreadable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One DecisionDiff as read from `decisions`, with where it is and who wrote it."""
+
+    key: str
+    partition: int
+    offset: int
+    source: str  # the CloudEvents source: one scheduler instance
+    value: Mapping[str, Any]
+    seq: int
+    evaluated_at: str  # as written: part of the batch identity
+    now: datetime
+    inputs: tuple[tuple[str, int], ...]  # sorted `inputs` items
+
+    @property
+    def deleted(self) -> bool:
+        return bool(self.value.get("deleted", False))
+
+    @property
+    def trigger(self) -> Mapping[str, Any]:
+        trigger = self.value.get("trigger")
+        return trigger if isinstance(trigger, Mapping) else {}
+
+    @property
+    def where(self) -> str:
+        return f"decisions/{self.partition}@{self.offset}"
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidDecision:
+    """A record on `decisions` that is not a DecisionDiff: nothing a worker publishes."""
+
+    key: str | None
+    partition: int
+    offset: int
+    error: str
+
+
+def parse_decision(record: Record, limits: DecodeLimits = DEFAULT_LIMITS) -> DecisionRecord | None:
+    """A DecisionRecord, or None for a tombstone; ValueError (or DecodeError) says what is wrong."""
+    value = decode_object(record.value, limits)
+    if value is None:
+        return None
+    key = value.get("placement")
+    seq = value.get("seq")
+    evaluated_at = value.get("evaluatedAt")
+    inputs = value.get("inputs")
+    if not isinstance(key, str) or key != record.key:
+        raise ValueError(f"placement {key!r} does not match the record key {record.key!r}")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise ValueError(f"seq must be a positive integer, got {seq!r}")
+    if not isinstance(evaluated_at, str):
+        raise ValueError("evaluatedAt is missing")
+    if not isinstance(inputs, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in inputs.values()
+    ):
+        raise ValueError("inputs must map '<topic>/<partition>' to offsets")
+    source = record.header(H_SOURCE)
+    return DecisionRecord(
+        key=key,
+        partition=record.partition,
+        offset=record.offset,
+        source=source.decode("utf-8", "replace") if source is not None else "",
+        value=value,
+        seq=seq,
+        evaluated_at=evaluated_at,
+        now=parse_time(evaluated_at),
+        inputs=tuple(sorted((str(k), v) for k, v in inputs.items() if isinstance(v, int))),
+    )
+
+
+@dataclass
+class History:
+    """Input records per partition (offset order) and the parsed decision records."""
+
+    partitions: dict[TP, list[Record]] = field(default_factory=dict)
+    decisions: list[DecisionRecord] = field(default_factory=list)
+    invalid: list[InvalidDecision] = field(default_factory=list)
+    app_placements: list[Record] = field(default_factory=list)
+    ends: dict[TP, int] = field(default_factory=dict)  # snapshot high watermarks (short names)
+    records_read: int = 0
+    _offsets: dict[TP, list[int]] = field(default_factory=dict)
+    _by_seq: dict[tuple[str, int], DecisionRecord] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        records: Iterable[Record],
+        prefix: str = "",
+        limits: DecodeLimits = DEFAULT_LIMITS,
+    ) -> History:
+        """A history from records in any order (tests and tools; `read_history` for a broker)."""
+        history = cls()
+        for record in records:
+            history.add(record, prefix, limits)
+        history.seal()
+        return history
+
+    def add(self, record: Record, prefix: str = "", limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+        topic = record.topic[len(prefix) :] if prefix and record.topic.startswith(prefix) else record.topic
+        self.records_read += 1
+        if topic == DECISIONS:
+            try:
+                parsed = parse_decision(record, limits)
+            except (DecodeError, ValueError) as e:
+                self.invalid.append(InvalidDecision(record.key, record.partition, record.offset, str(e)))
+                parsed = None
+            if parsed is not None:
+                self.decisions.append(parsed)
+            # decisions are scheduler inputs too (Balance, the checkpoint): keep the raw record
+        elif topic == APP_PLACEMENTS:
+            self.app_placements.append(record)
+            return
+        self.partitions.setdefault((topic, record.partition), []).append(record)
+
+    def seal(self) -> None:
+        """Sort what was added; call once after the last `add`."""
+        for tp, records in self.partitions.items():
+            records.sort(key=lambda r: r.offset)
+            self._offsets[tp] = [r.offset for r in records]
+        self.decisions.sort(key=lambda d: (d.partition, d.offset))
+        self._by_seq = None
+
+    # ---- lookups -------------------------------------------------------------------------
+    def records(self, tp: TP) -> list[Record]:
+        return self.partitions.get(tp, [])
+
+    def index_of(self, tp: TP, offset: int) -> int:
+        """How many records of the partition lie below `offset`."""
+        return bisect.bisect_left(self._offsets.get(tp, []), offset)
+
+    def decision(self, key: str, seq: int) -> DecisionRecord | None:
+        """The (first) record of a placement's seq."""
+        if self._by_seq is None:
+            by_seq: dict[tuple[str, int], DecisionRecord] = {}
+            for d in self.decisions:
+                by_seq.setdefault((d.key, d.seq), d)
+            self._by_seq = by_seq
+        return self._by_seq.get((key, seq))
+
+    def gaps(self) -> dict[TP, int]:
+        """Partitions whose offsets are not contiguous from 0: compaction or deletion removed
+        records, so older states cannot be rebuilt exactly. Value: the first missing offset."""
+        out: dict[TP, int] = {}
+        for tp, offsets in self._offsets.items():
+            for i, offset in enumerate(offsets):
+                if offset != i:
+                    out[tp] = i
+                    break
+        return out
+
+
+async def read_history(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    *,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
+) -> History:
+    """Read the scheduler's inputs, `decisions` and (if it exists) `app-placements`, from the
+    beginning up to the high watermarks measured when the read starts."""
+    statuses = {s.spec.name: s for s in await describe_catalogue(kafka, topics)}
+    missing = [name for name in (*INPUT_TOPICS, DECISIONS) if statuses[name].state is TopicState.MISSING]
+    if missing:
+        raise HistoryError(
+            f"topics do not exist under prefix {topics.prefix!r}: {', '.join(topics.name(m) for m in missing)}"
+        )
+    wanted = [*INPUT_TOPICS, DECISIONS]
+    if statuses[APP_PLACEMENTS].state is not TopicState.MISSING:
+        wanted.append(APP_PLACEMENTS)
+    history = History()
+    reader = BroadcastReader(kafka, topics.names(wanted), max_records=50_000)
+    await reader.start()
+    try:
+        ends = await true_end_offsets(kafka, reader.partitions)
+        history.ends = {(topics.unprefixed(t), p): n for (t, p), n in ends.items()}
+        total = sum(ends.values())
+        remaining = {tp for tp, end in ends.items() if end > 0}
+        while remaining:
+            batch = await reader.poll()
+            for record in batch.records:
+                if record.offset < ends[(record.topic, record.partition)]:
+                    history.add(record, topics.prefix, limits)
+            remaining = {tp for tp in remaining if reader.watermark.next_offset(tp[0], tp[1]) < ends[tp]}
+            if progress is not None:
+                progress(history.records_read, total)
+            if batch.caught_up:
+                break  # at the end of everything (offsets past the last record, e.g. control records)
+    finally:
+        await reader.stop()
+    history.seal()
+    return history

@@ -1,0 +1,162 @@
+"""The scheduler state one worker instance had, restored incrementally from the history.
+
+A `SourceReplay` is a `SchedulerProcessor` that owns nothing, fed the same records the worker
+consumed, in offset order, up to each batch's watermark — never rebuilt from scratch unless a
+watermark goes backwards. Between two watermarks only the last valid record of each key is
+applied (the state stores are keyed tables, so the result is the same), and a value identical
+to the one in force is skipped: that is what makes replay faster than the worker's own ingest.
+
+Decisions follow the worker's view exactly: the `decisions` topic up to the watermark, plus
+the diffs this instance published itself (applied as the replay reaches them, like the
+worker's commit). Records the worker dead-lettered are skipped the same way (same decoder,
+same limits, same exceptions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from services.auditor.history import History
+from services.scheduler.core import SchedulerProcessor, Trigger
+from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_record
+from shared.bus.kafka import TP
+from shared.bus.records import Record
+
+DECISIONS = "decisions"
+PLACEMENTS = "placements"
+
+# What the worker's `_consume` turns into a dead letter instead of state.
+_REJECTED = (DecodeError, ValueError, KeyError, TypeError)
+_NOTHING = object()
+
+
+class _ReplayProcessor(SchedulerProcessor):
+    """The worker's processor minus its work scheduling: with nothing owned, the fan-out that
+    finds affected placements can only mark nothing, so it is skipped (it is most of the cost of
+    applying a cluster record)."""
+
+    def mark(self, key: str, trigger: Trigger) -> None:
+        return None
+
+    def _dirty_for_binding(self, namespace: str, set_name: str, trigger: Trigger) -> None:
+        return None
+
+    def _dirty_for_set(self, set_name: str, trigger: Trigger) -> None:
+        return None
+
+    def _dirty_for_cluster(self, name: str, old_labels: Mapping[str, str] | None, trigger: Trigger) -> None:
+        return None
+
+    def _dirty_for_score(self, cluster: str, resource: str, trigger: Trigger) -> None:
+        return None
+
+
+class WatermarkBehind(Exception):
+    """The replay is already past a watermark: the state has to be rebuilt from the beginning."""
+
+
+@dataclass(frozen=True, slots=True)
+class InForce:
+    """Where the value in force for a key came from."""
+
+    partition: int
+    offset: int
+
+
+class SourceReplay:
+    """One worker instance's state stores, advanced watermark by watermark."""
+
+    def __init__(self, history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+        self.history = history
+        self.limits = limits
+        self.processor: SchedulerProcessor = _ReplayProcessor(owns=lambda key: False)
+        self._cursor: dict[TP, int] = {}  # index into history.records(tp)
+        self._value: dict[tuple[str, str], bytes | None] = {}  # (topic, key) -> bytes in force
+        self.in_force: dict[tuple[str, str], InForce] = {}
+        self._placement_partition: dict[str, int] = {}
+        self.records_applied = 0
+        self.records_skipped = 0
+
+    @property
+    def fleet(self) -> Any:
+        return self.processor.fleet
+
+    def advance(self, watermark: Mapping[TP, int]) -> None:
+        """Apply every record below `watermark` not applied yet. WatermarkBehind if the replay is
+        already past it somewhere (the caller rebuilds)."""
+        for tp, cursor in self._cursor.items():
+            if tp[0] == PLACEMENTS and tp not in watermark:
+                continue  # handled below: a partition the instance no longer owns
+            if cursor > self.history.index_of(tp, watermark.get(tp, 0)):
+                raise WatermarkBehind(f"{tp[0]}/{tp[1]}")
+        for tp in [tp for tp in self._cursor if tp[0] == PLACEMENTS and tp not in watermark]:
+            self._revoke(tp[1])
+        for tp, next_offset in watermark.items():
+            start = self._cursor.get(tp, 0)
+            stop = self.history.index_of(tp, next_offset)
+            if stop > start:
+                self._apply_range(tp, self.history.records(tp)[start:stop])
+                self._cursor[tp] = stop
+
+    def _revoke(self, partition: int) -> None:
+        """Like the worker on a rebalance: forget the placements of a partition, keep decisions."""
+        for key in [k for k, p in self._placement_partition.items() if p == partition]:
+            self.processor.drop(key)
+            del self._placement_partition[key]
+            self._value.pop((PLACEMENTS, key), None)
+        del self._cursor[(PLACEMENTS, partition)]
+
+    def _apply_range(self, tp: TP, records: list[Record]) -> None:
+        topic = tp[0]
+        # the last record per key, then earlier ones in case the last was rejected
+        by_key: dict[str | None, list[Record]] = {}
+        for record in records:
+            by_key.setdefault(record.key, []).append(record)
+        if topic == DECISIONS:
+            for candidates in by_key.values():
+                for record in candidates:  # apply() keeps the highest seq: order does not matter
+                    self._apply(topic, record)
+            return
+        chosen = sorted(by_key.values(), key=lambda rs: rs[-1].offset)
+        for candidates in chosen:
+            for record in reversed(candidates):
+                if self._apply(topic, record):
+                    break
+            self.records_skipped += len(candidates) - 1
+
+    def _apply(self, topic: str, record: Record) -> bool:
+        """Apply one record as the worker would; False if the worker rejected it."""
+        key = record.key
+        if key is not None and topic != DECISIONS and self._value.get((topic, key), _NOTHING) == record.value:
+            self.records_skipped += 1
+            self.in_force[(topic, key)] = InForce(record.partition, record.offset)
+            return True  # the value in force already: applying it changes nothing
+        try:
+            decoded = decode_record(record, self.limits)
+            self.processor.apply(topic, decoded.key, decoded.value)
+        except _REJECTED:
+            return False
+        self.records_applied += 1
+        if topic != DECISIONS:
+            self._value[(topic, decoded.key)] = record.value
+            self.in_force[(topic, decoded.key)] = InForce(record.partition, record.offset)
+            if topic == PLACEMENTS:
+                self._placement_partition[decoded.key] = record.partition
+        return True
+
+    # ---- decisions -----------------------------------------------------------------------
+    def apply_decision(self, value: Mapping[str, Any]) -> None:
+        """Commit a recorded diff, as the worker does right after publishing it."""
+        self.processor.apply(DECISIONS, str(value["placement"]), value)
+
+    def force_decision(self, value: Mapping[str, Any]) -> None:
+        """Make a recorded diff the decision in force even if a later seq was applied (what-if)."""
+        key = str(value["placement"])
+        self.processor.published.pop(key, None)
+        self.processor.apply(DECISIONS, key, value)
+
+    def published_seq(self, key: str) -> int:
+        last = self.processor.published.get(key)
+        return last.seq if last is not None else 0
