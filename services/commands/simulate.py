@@ -132,7 +132,7 @@ def result_json(
         "decisionGroups": [
             {"groupName": g.name, "groupIndex": g.index, "clusters": list(g.clusters)} for g in result.groups
         ],
-        "scores": result.scores,
+        "scores": dict(sorted(result.scores.items())),  # by name: output independent of input order
         "requeueAfterSeconds": (int(after) if after is not None and after.is_integer() else after),
         "numberOfSelectedClusters": result.number_selected,
         "conditions": [c.to_json() for c in result.conditions],
