@@ -32,7 +32,7 @@ from shared.api.ocm import (
     Taint,
 )
 from shared.placement import PlacementEngine, ScheduleResult
-from shared.placement.fleet import SetSelectorError
+from shared.placement.fleet import ClusterInfo, SetSelectorError
 from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from shared.placement.plugins.taints import requeue_time
 
@@ -167,6 +167,96 @@ def _uses_cel_scores(p: Placement) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """Which cluster fields a placement's decision can depend on (beyond set membership and
+    taints, which every placement reads)."""
+
+    label_keys: frozenset[str]
+    claim_keys: frozenset[str]
+    cpu: bool
+    memory: bool
+    cel: bool  # CEL can read any field
+
+    @classmethod
+    def of(cls, p: Placement) -> Reads:
+        labels: set[str] = set()
+        claims: set[str] = set()
+        cel = False
+        for pred in p.spec.predicates:
+            sel = pred.required_cluster_selector
+            if sel.label_selector is not None:
+                labels.update(sel.label_selector.match_labels)
+                labels.update(e.key for e in sel.label_selector.match_expressions)
+            if sel.claim_selector is not None:
+                claims.update(e.key for e in sel.claim_selector.match_expressions)
+            if sel.cel_selector is not None and sel.cel_selector.cel_expressions:
+                cel = True
+        for group in p.spec.decision_strategy.group_strategy.decision_groups:
+            sel2 = group.group_cluster_selector
+            if sel2.label_selector is not None:
+                labels.update(sel2.label_selector.match_labels)
+                labels.update(e.key for e in sel2.label_selector.match_expressions)
+            if sel2.claim_selector is not None:
+                claims.update(e.key for e in sel2.claim_selector.match_expressions)
+        for term in p.spec.spread_policy.spread_constraints:
+            (claims if term.topology_key_type == "Claim" else labels).add(term.topology_key)
+        builtins = {
+            c.score_coordinate.built_in
+            for c in p.spec.prioritizer_policy.configurations
+            if c.score_coordinate is not None and c.score_coordinate.add_on is None
+        }
+        return cls(
+            frozenset(labels),
+            frozenset(claims),
+            "ResourceAllocatableCPU" in builtins,
+            "ResourceAllocatableMemory" in builtins,
+            cel,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterChange:
+    """What changed in one cluster, in the terms placements read (see `Reads`)."""
+
+    everything: bool = False  # added, deleted, terminating or taints changed
+    label_keys: frozenset[str] = frozenset()
+    claim_keys: frozenset[str] = frozenset()
+    cpu: bool = False
+    memory: bool = False
+    other: bool = False  # any other field (only CEL reads those)
+
+    @property
+    def nothing(self) -> bool:
+        return not (
+            self.everything or self.label_keys or self.claim_keys or self.cpu or self.memory or self.other
+        )
+
+    @classmethod
+    def between(cls, old: ClusterInfo | None, new: ClusterInfo | None) -> ClusterChange:
+        if old is None or new is None or old.terminating != new.terminating or old.taints != new.taints:
+            return cls(everything=True)
+        labels = {k for k in old.labels.keys() | new.labels.keys() if old.labels.get(k) != new.labels.get(k)}
+        claims = {k for k in old.claims.keys() | new.claims.keys() if old.claims.get(k) != new.claims.get(k)}
+        return cls(
+            label_keys=frozenset(labels),
+            claim_keys=frozenset(claims),
+            cpu=old.cpu != new.cpu,
+            memory=old.memory != new.memory,
+            other=old.obj != new.obj,
+        )
+
+    def affects(self, reads: Reads) -> bool:
+        return (
+            self.everything
+            or (reads.cel and (self.other or bool(self.label_keys) or bool(self.claim_keys)))
+            or bool(self.label_keys & reads.label_keys)
+            or bool(self.claim_keys & reads.claim_keys)
+            or (self.cpu and reads.cpu)
+            or (self.memory and reads.memory)
+        )
+
+
 class SchedulerProcessor:
     """State stores + dirty set + timers for the placements this instance owns."""
 
@@ -179,6 +269,7 @@ class SchedulerProcessor:
         self._topic_taints: dict[str, list[Taint]] = {}
         self._bindings_by_set: dict[str, set[str]] = {}  # set name -> namespaces binding it
         self._by_namespace: dict[str, set[str]] = {}
+        self._reads: dict[str, Reads] = {}
         self._by_addon: dict[str, set[str]] = {}
         self._cel_scores: set[str] = set()
         self.dirty: dict[str, Trigger] = {}
@@ -235,7 +326,7 @@ class SchedulerProcessor:
             old = self.fleet.clusters.get(key)
             self._raw_clusters[key] = admitted
             self._refresh_cluster(key)
-            self._dirty_for_cluster(key, old.labels if old else None, Trigger("cluster", key))
+            self._dirty_for_cluster(key, old, Trigger("cluster", key))
         elif isinstance(obj, AddOnPlacementScore):
             self.fleet.upsert_score(obj)
             self._dirty_for_score(obj.metadata.namespace, obj.metadata.name, Trigger("score", key))
@@ -257,7 +348,7 @@ class SchedulerProcessor:
             self._raw_clusters.pop(key, None)
             self.fleet.delete_cluster(key)
             if old is not None:
-                self._dirty_for_cluster(key, old.labels, Trigger("cluster", key))
+                self._dirty_for_cluster(key, old, Trigger("cluster", key))
         elif topic == "scores":
             ns, name = self._split(key)
             self.fleet.delete_score(ns, name)
@@ -288,8 +379,9 @@ class SchedulerProcessor:
                 problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
                 raise InvalidRecord(f"taints/{key}: {problems}") from None
         if key in self._raw_clusters:
+            before = self.fleet.clusters.get(key)
             self._refresh_cluster(key)
-            self._dirty_for_cluster(key, None, Trigger("taint", key))
+            self._dirty_for_cluster(key, before, Trigger("taint", key))
 
     def _refresh_cluster(self, name: str) -> None:
         """Effective taints = spec.taints ∪ the taints topic; the topic wins on key+effect (design)."""
@@ -336,26 +428,32 @@ class SchedulerProcessor:
         if old is not None:
             self._unindex_placement(key, old)
         self._by_namespace.setdefault(p.metadata.namespace, set()).add(key)
+        self._reads[key] = Reads.of(p)
         for res in _addon_resources(p):
             self._by_addon.setdefault(res, set()).add(key)
         if _uses_cel_scores(p):
             self._cel_scores.add(key)
 
     def _unindex_placement(self, key: str, p: Placement) -> None:
+        self._reads.pop(key, None)
         self._by_namespace.get(p.metadata.namespace, set()).discard(key)
         for res in _addon_resources(p):
             self._by_addon.get(res, set()).discard(key)
         self._cel_scores.discard(key)
 
-    def _dirty_for_binding(self, namespace: str, set_name: str, trigger: Trigger) -> None:
+    def _dirty_for_binding(
+        self, namespace: str, set_name: str, trigger: Trigger, change: ClusterChange | None = None
+    ) -> None:
         for key in self._by_namespace.get(namespace, ()):
+            if key in self.dirty or not self.owns(key):
+                continue
             sets = self.fleet.placements[key].spec.cluster_sets
-            if not sets or set_name in sets:
+            if (not sets or set_name in sets) and (change is None or change.affects(self._reads[key])):
                 self.mark(key, trigger)
 
-    def _dirty_for_set(self, set_name: str, trigger: Trigger) -> None:
+    def _dirty_for_set(self, set_name: str, trigger: Trigger, change: ClusterChange | None = None) -> None:
         for ns in sorted(self._bindings_by_set.get(set_name, ())):
-            self._dirty_for_binding(ns, set_name, trigger)
+            self._dirty_for_binding(ns, set_name, trigger, change)
 
     def _sets_of(self, labels: Mapping[str, str] | None) -> list[str]:
         if labels is None:
@@ -366,13 +464,18 @@ class SchedulerProcessor:
             # one broken set: fall back to every set (OCM enqueues nothing at all; we do better)
             return list(self.fleet.sets)
 
-    def _dirty_for_cluster(self, name: str, old_labels: Mapping[str, str] | None, trigger: Trigger) -> None:
-        info = self.fleet.clusters.get(name)
-        sets = set(self._sets_of(info.labels if info else None))
-        if old_labels is not None and (info is None or dict(old_labels) != dict(info.labels)):
-            sets.update(self._sets_of(old_labels))
-        for s in sorted(sets):
-            self._dirty_for_set(s, trigger)
+    def _dirty_for_cluster(self, name: str, old: ClusterInfo | None, trigger: Trigger) -> None:
+        """spec §9.1, narrowed: a set whose membership changed enqueues every placement bound to
+        it; otherwise only placements that read what changed (see `ClusterChange`)."""
+        new = self.fleet.clusters.get(name)
+        new_sets = set(self._sets_of(new.labels if new else None))
+        old_sets = set(self._sets_of(old.labels if old else None))
+        change = ClusterChange.between(old, new)
+        if change.nothing:
+            return
+        for s in sorted(new_sets | old_sets):
+            moved = s in new_sets ^ old_sets
+            self._dirty_for_set(s, trigger, None if moved else change)
 
     def _dirty_for_score(self, cluster: str, resource: str, trigger: Trigger) -> None:
         info = self.fleet.clusters.get(cluster)

@@ -271,3 +271,60 @@ def test_without_sort_by_score_score_changes_alone_publish_nothing() -> None:
     assert d["decisions"] == ["c2", "c3"] and "sortBy" not in d
     _scored(p, {"c2": 95})
     assert p.evaluate(T0) == []
+
+
+def test_a_cluster_change_enqueues_only_placements_that_read_what_changed() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    gold = [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"tier": "gold"}}}}]
+    cpu = {
+        "mode": "Exact",
+        "configurations": [
+            {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableCPU"}, "weight": 1}
+        ],
+    }
+    cel = [
+        {
+            "requiredClusterSelector": {
+                "celSelector": {"celExpressions": ["managedCluster.metadata.name != 'x'"]}
+            }
+        }
+    ]
+    p.apply("placements", "ns1/by-tier", placement("ns1", "by-tier", predicates=gold))
+    p.apply("placements", "ns1/by-cpu", placement("ns1", "by-cpu", prioritizerPolicy=cpu))
+    p.apply("placements", "ns1/by-cel", placement("ns1", "by-cel", predicates=cel))
+    p.apply("placements", "ns1/plain", placement("ns1", "plain"))
+    p.evaluate(T0)
+
+    p.apply("clusters", "c1", cluster("c1", {"tier": "gold", "team": "blue"}))  # a label nobody selects on
+    assert set(p.dirty) == {"ns1/by-cel"}  # CEL may read anything
+    p.evaluate(T0)
+    p.apply("clusters", "c1", cluster("c1", {"tier": "silver", "team": "blue"}))
+    assert set(p.dirty) == {"ns1/by-tier", "ns1/by-cel"}
+    p.evaluate(T0)
+    with_cpu = cluster("c1", {"tier": "silver", "team": "blue"})
+    with_cpu["status"] = {"allocatable": {"cpu": "4"}, "capacity": {"cpu": "8"}}
+    p.apply("clusters", "c1", with_cpu)
+    assert set(p.dirty) == {"ns1/by-cpu", "ns1/by-cel"}
+    p.evaluate(T0)
+    p.apply("clusters", "c1", with_cpu)  # the same object again: nothing to do
+    assert not p.dirty
+    tainted = {
+        **with_cpu,
+        "spec": {"taints": [{"key": "k", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}]},
+    }
+    p.apply("clusters", "c1", tainted)  # taints: every placement of the set
+    assert set(p.dirty) == {"ns1/by-tier", "ns1/by-cpu", "ns1/by-cel", "ns1/plain"}
+
+
+def test_a_set_membership_change_enqueues_every_placement_bound_to_either_set() -> None:
+    p = SchedulerProcessor()
+    fleet(p)
+    p.apply("placements", "ns1/plain", placement("ns1", "plain"))
+    p.evaluate(T0)
+    moved = cluster("c1")
+    moved["metadata"]["labels"]["cluster.open-cluster-management.io/clusterset"] = "elsewhere"
+    p.apply("clusters", "c1", moved)
+    assert set(p.dirty) == {"ns1/plain"}
+    (d,) = p.evaluate(T0)
+    assert d["removed"] == ["c1"]
