@@ -62,9 +62,11 @@ def approximate_float(text: str) -> float:
     """`resource.MustParse(text).AsApproximateFloat64()` (spec §5.4)."""
     positive, num, frac, base, exponent = _split(text.strip())
     digits = (num + frac).lstrip("0") or "0"
+    # Go's parser strips the integer part's leading zeros ("" -> "0") before counting digits
+    int_digits = len(num.lstrip("0") or "0")
     # fast path (int64Amount): precision = remaining int64 digits after the number's own
     if base == 10:
-        precision = 18 - (len(num) + len(frac))
+        precision = 18 - (int_digits + len(frac))
         scale = exponent - len(frac)
         if precision >= 0 and scale >= _NANO:
             value = int(num + frac) if (num + frac) else 0
@@ -72,7 +74,7 @@ def approximate_float(text: str) -> float:
                 value = -value
             return float(value) if scale == 0 else float(value) * _pow10(scale)
     elif not frac and exponent >= 0:
-        precision = 15 - len(num) - int(exponent * 3 / 10) - 1
+        precision = 15 - int_digits - int(exponent * 3 / 10) - 1
         if precision >= 0:
             value = int(num or "0") << exponent
             if value <= _MAX_INT64:
