@@ -115,6 +115,19 @@ def test_a_power_of_ten_beyond_doubles_is_infinite_as_go_pow10() -> None:
     assert approximate_float("1e400") == math.inf
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("00000000000000000.12", 12 * 0.01),  # 1 + 2 digits once the zeros are stripped: fast path
+        ("0000000000000000000000300m", 300 * 0.001),
+        (".5", 5 * 0.1),
+        ("0000000000000001Ki", 1024.0),
+    ],
+)
+def test_leading_zeros_do_not_count_as_digits(text: str, expected: float) -> None:
+    assert approximate_float(text) == expected
+
+
 def test_nineteen_digits_and_eighteen_digits_take_different_paths() -> None:
     # The 19-digit value goes through nanos, so it is not simply float() of the integer text.
     assert approximate_float("123456789012345678") == float(123456789012345678)
