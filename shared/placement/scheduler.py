@@ -50,6 +50,7 @@ class ScheduleResult:
     conditions: tuple[Condition, ...]
     skipped: str | None = None  # the run did nothing (disabled, deleting, a broken set)
     _spread: Any = field(default=None, repr=False)  # SpreadOutcome when spread constraints applied
+    _selected_totals: tuple[int, ...] = field(default=(), repr=False)  # aligned with `selected`
     _totals: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _slot_names: Any = field(default=None, repr=False)  # the fleet's slot -> name snapshot
     _post: Any = field(default=None, repr=False)  # post-filter slots, unordered
@@ -95,7 +96,12 @@ class ScheduleResult:
         return dict(zip(self._names, self._totals.tolist(), strict=True))
 
     def scores_of(self, names: set[str]) -> dict[str, int]:
-        return {n: s for n, s in zip(self._names, self._totals.tolist(), strict=True) if n in names}
+        """Total scores of these clusters (those that passed the filters); cheap for the selected."""
+        out = {n: s for n, s in zip(self.selected, self._selected_totals, strict=False) if n in names}
+        if len(out) < len(names):
+            rest = names - out.keys()
+            out.update((n, s) for n, s in self.scores.items() if n in rest)
+        return out
 
     @cached_property
     def prioritizers(self) -> tuple[PrioritizerScores, ...]:
@@ -238,6 +244,7 @@ def schedule(
     slot_names = fleet.names_snapshot()
     spread: SpreadOutcome | None = None
     spread_detail: str | None = None
+    selected_totals: tuple[int, ...] = ()
     n = placement.spec.number_of_clusters
     if n is not None and n < 0 and not status.aborts:
         # Go panics on a negative bound; we report it instead (docs/compatibility.md)
@@ -252,11 +259,15 @@ def schedule(
         terms = terms_of(placement) if n is not None else []
         if terms and n is not None:  # spread applies only when numberOfClusters is set
             spread = spread_select(fleet, slots, keys, n, terms)
-            selected = tuple(slot_names[slots[spread.chosen]].tolist())
+            chosen = np.asarray(spread.chosen, dtype=np.int64)
+            selected = tuple(slot_names[slots[chosen]].tolist())
+            selected_totals = tuple(totals[chosen].tolist())
             if spread.blocked_by is not None and len(selected) < n:
                 spread_detail = f"{spread.blocked_by.describe()} leaves no admissible cluster"
         else:
-            selected = tuple(slot_names[slots[_top(keys, n)]].tolist())
+            top = _top(keys, n)
+            selected = tuple(slot_names[slots[top]].tolist())
+            selected_totals = tuple(totals[top].tolist())
         unscheduled = (n - len(selected)) if n is not None else 0
         requeue = requeue_time(fleet.clusters, own, placement.spec.tolerations, now)
 
@@ -271,7 +282,7 @@ def schedule(
         # it like every other misconfiguration instead: the selection is emptied, one empty
         # group remains, and the status says so (docs/compatibility.md).
         final = Status(Code.MISCONFIGURED, "", group_error)
-        selected = ()
+        selected, selected_totals = (), ()
         groups = [DecisionGroupResult("", 0, ())]
     pages = paginate(meta.name, groups)
 
@@ -308,4 +319,5 @@ def schedule(
         _keys=keys,
         _prioritizers=tuple(prioritizer_rows),
         _spread=spread,
+        _selected_totals=selected_totals,
     )
