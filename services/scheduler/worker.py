@@ -28,6 +28,7 @@ from shared.bus.codec import DecodeLimits, decode_record, encode_json
 from shared.bus.envelope import dead_letter, new_envelope, parse_time
 from shared.bus.errors import DecodeError
 from shared.bus.kafka import (
+    Batch,
     BroadcastReader,
     caught_up,
     make_consumer,
@@ -47,6 +48,8 @@ from shared.settings import Settings
 log = get_logger("fleetplace.scheduler")
 
 BROADCAST = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "decisions")
+# Placements evaluated between two turns of the event loop: about 0.1-0.2 s of engine time.
+EVALUATION_SLICE = 500
 
 
 class _Metrics:
@@ -213,33 +216,51 @@ class SchedulerWorker:
             log.info("scheduler stopped", instance=self.instance, published=self.published)
 
     async def _loop(self, reader: BroadcastReader, group: Any) -> None:
-        while not self._stop.is_set():
-            batch, records = await asyncio.gather(
-                reader.poll(), poll(group, timeout_ms=100, max_records=20_000)
-            )
-            outgoing: list[OutgoingRecord] = []
-            for record in batch.records:
-                outgoing.extend(self._consume(record))
-            if batch.caught_up:
-                self._need_catchup = False
-                self._ready = True
-            for record in records:
-                outgoing.extend(self._consume(record))
-            if not records and not self._placements_caught_up and self._assigned:
-                self._placements_caught_up = await caught_up(group, sorted(self._assigned))
-                if self._placements_caught_up:
-                    self.processor.mark_all("startup")
-            if self._need_catchup or not self._placements_caught_up:
-                if outgoing:
-                    await send_all(self.producer, outgoing)
-                continue
-            now = self.clock.now()
-            if now is not None:
-                outgoing.extend(self._evaluate(now, reader, group))
-            if outgoing:
-                await send_all(self.producer, outgoing)  # finish the batch in hand before stopping
-            self.metrics.timers.set(len(self.processor._timer_due))
-            self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
+        # The two sources are polled concurrently and whichever answers first is handled at once:
+        # waiting for both would hold a cluster change until the placements poll times out.
+        reader_poll: asyncio.Task[Batch] | None = None
+        group_poll: asyncio.Task[list[Record]] | None = None
+        try:
+            while not self._stop.is_set():
+                if reader_poll is None:
+                    reader_poll = asyncio.create_task(reader.poll())
+                if group_poll is None:
+                    group_poll = asyncio.create_task(poll(group, timeout_ms=100, max_records=20_000))
+                done, _ = await asyncio.wait((reader_poll, group_poll), return_when=asyncio.FIRST_COMPLETED)
+                outgoing: list[OutgoingRecord] = []
+                if reader_poll in done:
+                    batch = reader_poll.result()
+                    reader_poll = None
+                    for record in batch.records:
+                        outgoing.extend(self._consume(record))
+                    if batch.caught_up:
+                        self._need_catchup = False
+                        self._ready = True
+                placements_idle = False
+                if group_poll in done:
+                    records = group_poll.result()
+                    group_poll = None
+                    for record in records:
+                        outgoing.extend(self._consume(record))
+                    placements_idle = not records
+                if placements_idle and not self._placements_caught_up and self._assigned:
+                    self._placements_caught_up = await caught_up(group, sorted(self._assigned))
+                    if self._placements_caught_up:
+                        self.processor.mark_all("startup")
+                now = self.clock.now()
+                if self._need_catchup or not self._placements_caught_up or now is None:
+                    if outgoing:
+                        await send_all(self.producer, outgoing)
+                    continue
+                await self._evaluate(now, reader, outgoing)  # finishes the round in hand before stopping
+                self.metrics.timers.set(len(self.processor._timer_due))
+                self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
+        finally:
+            for task in (reader_poll, group_poll):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
 
     def _consume(self, record: Record) -> list[OutgoingRecord]:
         topic = self.topics.unprefixed(record.topic)
@@ -272,17 +293,33 @@ class SchedulerWorker:
             inputs[f"placements/{partition}"] = offset
         return inputs
 
-    def _evaluate(self, now: datetime, reader: BroadcastReader, group: Any) -> list[OutgoingRecord]:
+    async def _evaluate(self, now: datetime, reader: BroadcastReader, outgoing: list[OutgoingRecord]) -> None:
+        """Evaluate every dirty placement, in slices, and publish the diffs of each slice as it is done.
+
+        Between slices the event loop runs: the producer sends what is ready while the next slice
+        is evaluated, and heartbeats and the HTTP endpoints keep answering during a fan-out to
+        thousands of placements. The slices follow the same namespace/name order as one call
+        would, with nothing consumed in between. All records are acknowledged before returning.
+        """
         self.processor.tick(now)
-        if not self.processor.dirty:
-            return []
-        inputs = self._inputs(reader)
-        t0 = time.perf_counter()
-        n = len(self.processor.dirty)
-        diffs = self.processor.evaluate(now, inputs)
-        if n:
-            self.metrics.evaluations.inc(n)
-            self.metrics.latency.observe((time.perf_counter() - t0) / n)
+        inputs = self._inputs(reader) if self.processor.dirty else {}
+        sends = [asyncio.create_task(send_all(self.producer, outgoing))] if outgoing else []
+        try:
+            while self.processor.dirty and not self._need_catchup and self._placements_caught_up:
+                t0 = time.perf_counter()
+                n = min(len(self.processor.dirty), EVALUATION_SLICE)
+                diffs = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
+                self.metrics.evaluations.inc(n)
+                self.metrics.latency.observe((time.perf_counter() - t0) / n)
+                if diffs:
+                    sends.append(asyncio.create_task(send_all(self.producer, self._diff_records(diffs, now))))
+                await asyncio.sleep(0)
+            await asyncio.gather(*sends)
+        finally:
+            for task in sends:
+                task.cancel()
+
+    def _diff_records(self, diffs: list[dict[str, Any]], now: datetime) -> list[OutgoingRecord]:
         out: list[OutgoingRecord] = []
         for diff in diffs:
             key = diff["placement"]
