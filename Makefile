@@ -27,13 +27,16 @@ test: lint typecheck unit
 demo: $(STAMP)
 	$(BIN)/fleetplace demo
 
-bench: bench-engine bench-queues
+bench: bench-engine bench-queues bench-e2e
 
 bench-engine: $(STAMP)
 	$(BIN)/python -m tests.bench.engine
 
 bench-queues: $(STAMP)
 	$(BIN)/python -m tests.bench.queues
+
+bench-e2e: $(STAMP)
+	$(BIN)/python -m tests.bench.e2e
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,442 @@
+"""`make bench-e2e`: OCM's benchmark scenario end to end, through a broker and a scheduler worker process.
+
+One JSON line per figure on stdout (progress and details go to stderr):
+
+* `placements-10000x1000`: 1,000 clusters with AddOn scores are on the bus and a scheduler worker
+  (`fleetplace worker scheduler`, its own process, as deployed) is running; 10,000 placements are
+  published, and the clock runs from the first placement sent until the last of their decisions
+  is read back. Beside it, the bus limit: a pass-through process (consume a record, produce one)
+  over 10,000 records of the same size on the same broker, measured the same way; `ratio` is
+  worker rate / pass-through rate.
+* `cluster-change`: the allocatable CPU of one cluster (the one most placements picked) is
+  toggled 20 times between the fleet's lowest and highest value. Each change re-evaluates every
+  placement bound to the cluster's set; its latency runs from the change sent until the last diff
+  it caused is read back (completion is known exactly: the worker's evaluation counter covers
+  the whole fan-out and the decisions topic was read to its end after that).
+
+    python -m tests.bench.e2e             # 10,000 placements, 20 changes
+    python -m tests.bench.e2e --quick     # 1,000 placements, 5 changes
+    python -m tests.bench.e2e --profile worker.prof   # the worker under cProfile
+
+The broker is the embedded one unless FLEETPLACE_TEST_BOOTSTRAP names another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiokafka.admin import NewTopic
+
+from shared.bus.broker import free_port
+from shared.bus.codec import encode_json
+from shared.bus.envelope import parse_time
+from shared.bus.kafka import (
+    BroadcastReader,
+    make_admin,
+    make_consumer,
+    make_producer,
+    poll,
+    send_all,
+    start_client,
+    stop_with_leave,
+    true_end_offsets,
+)
+from shared.bus.records import OutgoingRecord, Record
+from shared.bus.topics import DEFAULT_WORK_PARTITIONS, Topics
+from shared.testing import create_topics, running_broker
+from tests.bench.scenario import fleet_objects, placement
+
+CLUSTERS = 1000
+NAMESPACE = "bench"
+WARMUP_KEY = "warmup/ready"
+TOPIC_OF = {
+    "ManagedCluster": "clusters",
+    "AddOnPlacementScore": "scores",
+    "ManagedClusterSet": "clustersets",
+    "ManagedClusterSetBinding": "clustersetbindings",
+    "Placement": "placements",
+}
+# The worker's producer settings, so the pass-through is the same kind of client.
+PRODUCER = {"linger_ms": 5, "max_batch_size": 262144}
+
+
+def emit(line: dict[str, object]) -> None:
+    sys.stdout.write(orjson.dumps(line).decode() + "\n")
+    sys.stdout.flush()
+
+
+def note(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    if obj["kind"] in ("ManagedCluster", "ManagedClusterSet"):
+        return str(meta["name"])
+    return f"{meta['namespace']}/{meta['name']}"
+
+
+def record_of(topics: Topics, obj: dict[str, Any]) -> OutgoingRecord:
+    return OutgoingRecord(topics.name(TOPIC_OF[obj["kind"]]), key_of(obj), encode_json(obj))
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (of 20 samples, p99 is the largest)."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]
+
+
+# ---- processes under test ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def process(args: list[str], name: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A child process with its output in a temporary log; SIGTERM (then SIGKILL) by PID at the end."""
+    with tempfile.TemporaryFile() as log:
+        child = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield child
+        finally:
+            if child.poll() is None:
+                os.kill(child.pid, signal.SIGTERM)
+                try:
+                    child.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.kill(child.pid, signal.SIGKILL)
+                    child.wait()
+            if child.returncode not in (0, -signal.SIGTERM):
+                log.seek(0)
+                note(f"{name} exited with {child.returncode}:\n{log.read().decode(errors='replace')[-4000:]}")
+
+
+def worker_command(bootstrap: str, prefix: str, http_port: int, profile: str | None) -> list[str]:
+    cli = ["-m", "services.cli", "worker", "scheduler", "--bootstrap", bootstrap, "--prefix", prefix]
+    cli += ["--group", f"{prefix}scheduler", "--http-port", str(http_port)]
+    profiler = ["-m", "cProfile", "-o", profile] if profile else []
+    return [sys.executable, *profiler, *cli]
+
+
+def evaluations(http_port: int) -> float:
+    """The worker's fleetplace_evaluations_total, from its /metrics (it answers between batches)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=60) as response:
+        text = response.read().decode()
+    found = re.search(r"^fleetplace_evaluations_total (\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+async def passthrough(bootstrap: str, source: str, sink: str, group: str) -> None:
+    """The bus limit: consume records in a group and produce one record each, nothing else."""
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    producer = make_producer(bootstrap, **PRODUCER)
+    consumer = make_consumer(bootstrap, source, group_id=group, max_poll_records=20_000)
+    await start_client(producer)
+    await start_client(consumer)
+    try:
+        while not stop.is_set():
+            records = await poll(consumer, timeout_ms=100, max_records=20_000)
+            if records:
+                await send_all(producer, [OutgoingRecord(sink, r.key, r.value) for r in records])
+    finally:
+        await stop_with_leave(consumer, group, bootstrap)
+        await producer.stop()
+
+
+# ---- reading outputs ---------------------------------------------------------------------------
+
+
+@dataclass
+class Arrival:
+    record: Record
+    at: float  # time.monotonic() when read
+
+
+class Tail:
+    """Reads one output topic from the beginning in a background task, stamping each record on arrival."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        # A short fetch wait: a waiting consumer on Tansu sees new data after about half of it.
+        self.reader = BroadcastReader(bootstrap, [topic], max_records=20_000, fetch_max_wait_ms=20)
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.arrivals: list[Arrival] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Tail:
+        await self.reader.start()
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.reader.stop()
+
+    async def _run(self) -> None:
+        while True:
+            batch = await self.reader.poll()
+            now = time.monotonic()
+            self.arrivals.extend(Arrival(r, now) for r in batch.records)
+
+    async def wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            if self._task is not None and self._task.done():
+                self._task.result()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: not done after {timeout} s")
+            await asyncio.sleep(0.005)
+
+    async def read_to_end(self, timeout: float = 30.0) -> None:
+        """Wait until everything on the topic now has been read."""
+        ends = await true_end_offsets(self.bootstrap, self.reader.partitions)
+        await self.wait(
+            lambda: all(self.reader.watermark.next_offset(t, p) >= end for (t, p), end in ends.items()),
+            timeout,
+            f"reading {self.topic} to its end",
+        )
+
+
+async def create_passthrough_topics(bootstrap: str, prefix: str) -> tuple[str, str]:
+    source, sink = f"{prefix}passthrough-in", f"{prefix}passthrough-out"
+    admin = make_admin(bootstrap)
+    await start_client(admin)
+    try:
+        await admin.create_topics([NewTopic(t, DEFAULT_WORK_PARTITIONS, 1) for t in (source, sink)])
+    finally:
+        await admin.close()
+    return source, sink
+
+
+# ---- the runs ----------------------------------------------------------------------------------
+
+
+async def run_placements(producer: Any, decisions: Tail, records: list[OutgoingRecord]) -> float:
+    """Publish the placements; placements/s until the last of their decisions is read back."""
+    wanted = {str(r.key) for r in records}
+    first = len(decisions.arrivals)
+    read = first
+    seen: dict[str, float] = {}
+
+    def all_decided() -> bool:
+        nonlocal read
+        for arrival in decisions.arrivals[read:]:
+            if arrival.record.key in wanted:
+                seen.setdefault(str(arrival.record.key), arrival.at)
+        read = len(decisions.arrivals)
+        return len(seen) == len(wanted)
+
+    t0, wall0 = time.monotonic(), time.time()
+    await send_all(producer, records)
+    sent = time.monotonic() - t0
+    await decisions.wait(all_decided, timeout=300.0, what=f"decisions of {len(records)} placements")
+    elapsed = max(seen.values()) - t0
+    note(f"{len(records)} placements: sent in {sent:.2f} s, all decided after {elapsed:.2f} s")
+    # where the time went: when the worker evaluated and produced each decision, when it was read
+    evaluated, produced, read_at = [], [], []
+    for arrival in decisions.arrivals[first:]:
+        if arrival.record.key in wanted and arrival.record.value:
+            value = orjson.loads(arrival.record.value)
+            evaluated.append(parse_time(value["evaluatedAt"]).timestamp() - wall0)
+            produced.append(arrival.record.timestamp_ms / 1000 - wall0)
+            read_at.append(arrival.at - t0)
+    for name, xs in (("evaluated", evaluated), ("produced", produced), ("read", read_at)):
+        xs.sort()
+        note(
+            f"  {name:9} s after the first send: first {xs[0]:.2f}, median {xs[len(xs) // 2]:.2f}, last {xs[-1]:.2f}"
+        )
+    return len(records) / elapsed
+
+
+async def run_passthrough(bootstrap: str, prefix: str, payloads: list[tuple[str, bytes]]) -> float:
+    source, sink = await create_passthrough_topics(bootstrap, prefix)
+    group = f"{prefix}passthrough"
+    args = [sys.executable, "-m", "tests.bench.e2e", "--passthrough", bootstrap, source, sink, group]
+    producer = make_producer(bootstrap, linger_ms=20, max_batch_size=262144)
+    await start_client(producer)
+    try:
+        async with Tail(bootstrap, sink) as out:
+            with process(args, "pass-through"):
+                await send_all(producer, [OutgoingRecord(source, WARMUP_KEY, b"{}")])
+                await out.wait(lambda: len(out.arrivals) >= 1, 60.0, "pass-through warm-up")
+                first = len(out.arrivals)
+                t0 = time.monotonic()
+                await send_all(producer, [OutgoingRecord(source, k, v) for k, v in payloads])
+                n = len(payloads)
+                await out.wait(lambda: len(out.arrivals) - first >= n, 120.0, "pass-through")
+                elapsed = out.arrivals[first + n - 1].at - t0
+    finally:
+        await producer.stop()
+    note(f"pass-through: {n} records in {elapsed:.2f} s")
+    return n / elapsed
+
+
+def most_picked(decisions: Tail, cpu_of: dict[str, int]) -> str:
+    """The cluster most placements chose, among those whose CPU is neither the fleet's min nor max."""
+    low, high = min(cpu_of.values()), max(cpu_of.values())
+    counts: dict[str, int] = {}
+    for arrival in decisions.arrivals:
+        value = orjson.loads(arrival.record.value) if arrival.record.value else None
+        if value and str(value["placement"]).startswith(f"{NAMESPACE}/"):
+            for cluster in value["decisions"]:
+                counts[cluster] = counts.get(cluster, 0) + 1
+    candidates = [c for c in counts if low < cpu_of[c] < high]
+    return max(candidates, key=lambda c: (counts[c], c))
+
+
+async def run_changes(
+    topics: Topics,
+    producer: Any,
+    decisions: Tail,
+    http_port: int,
+    placements: int,
+    changes: int,
+) -> list[float]:
+    """Toggle one cluster's allocatable CPU; per change, ms until the last diff it caused was read."""
+    fleet = {key_of(o): o for o in fleet_objects(CLUSTERS) if o["kind"] == "ManagedCluster"}
+    cpu_of = {name: int(o["status"]["allocatable"]["cpu"]) for name, o in fleet.items()}
+    target = most_picked(decisions, cpu_of)
+    # the fleet's own bounds: the other clusters' resource scores stay as they are
+    low, high = min(cpu_of.values()), max(cpu_of.values())
+    note(f"changing {target} (allocatable cpu {cpu_of[target]}): {low} <-> {high}")
+    latencies: list[float] = []
+    diffs_per_change: list[int] = []
+    stages: list[tuple[float, float, float]] = []
+    for k in range(changes):
+        obj = orjson.loads(orjson.dumps(fleet[target]))
+        obj["status"]["allocatable"]["cpu"] = str(low if k % 2 == 0 else high)
+        before = await asyncio.to_thread(evaluations, http_port)
+        first = len(decisions.arrivals)
+        t0, wall0 = time.monotonic(), time.time()
+        delivered = (await send_all(producer, [record_of(topics, obj)]))[0]
+        watermark_key = f"{topics.unprefixed(delivered.topic)}/{delivered.partition}"
+
+        async def fanned_out(before: float = before) -> bool:
+            return await asyncio.to_thread(evaluations, http_port) >= before + placements
+
+        deadline = time.monotonic() + 60
+        while not await fanned_out():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"change {k}: the worker did not evaluate {placements} placements")
+            await asyncio.sleep(0.05)
+        await decisions.read_to_end()
+        caused: list[Arrival] = []
+        evaluated_at: list[float] = []
+        for arrival in decisions.arrivals[first:]:
+            value = orjson.loads(arrival.record.value) if arrival.record.value else None
+            if (
+                value
+                and value["trigger"] == {"kind": "cluster", "key": target}
+                and value["inputs"].get(watermark_key) == delivered.offset + 1
+            ):
+                caused.append(arrival)
+                evaluated_at.append(parse_time(value["evaluatedAt"]).timestamp())
+        if not caused:
+            raise AssertionError(f"change {k} of {target} changed no decision: pick another change")
+        latencies.append((max(a.at for a in caused) - t0) * 1000)
+        diffs_per_change.append(len(caused))
+        # where the time went: until the worker evaluated, until it produced the last diff, until read
+        stages.append(
+            (
+                (min(evaluated_at) - wall0) * 1000,
+                (max(a.record.timestamp_ms for a in caused) / 1000 - wall0) * 1000,
+                latencies[-1],
+            )
+        )
+    note(
+        f"{changes} changes: diffs per change {min(diffs_per_change)}..{max(diffs_per_change)}, "
+        f"latency ms {', '.join(f'{x:.0f}' for x in latencies)}"
+    )
+    picked, produced, read = (statistics.median(x) for x in zip(*stages, strict=True))
+    note(
+        f"median ms after the change was sent: evaluation started {picked:.0f}, "
+        f"last diff produced {produced:.0f}, read back {read:.0f}"
+    )
+    return latencies
+
+
+async def main(quick: bool, profile: str | None) -> None:
+    n = 1000 if quick else 10_000
+    changes = 5 if quick else 20
+    with running_broker() as bootstrap:
+        prefix = f"bench{uuid.uuid4().hex[:8]}."
+        topics, _ = await create_topics(bootstrap, prefix)
+        placements = [record_of(topics, placement(NAMESPACE, i)) for i in range(n)]
+        producer = make_producer(bootstrap, linger_ms=20, max_batch_size=262144)
+        await start_client(producer)
+        try:
+            t0 = time.monotonic()
+            await send_all(producer, [record_of(topics, o) for o in fleet_objects(CLUSTERS)])
+            # a placement outside the benchmark's namespace: its decision shows the worker is live
+            warmup = placement("warmup", 0) | {"metadata": {"namespace": "warmup", "name": "ready"}}
+            await send_all(producer, [record_of(topics, warmup)])
+            note(f"fleet of {CLUSTERS} clusters and scores published in {time.monotonic() - t0:.2f} s")
+            http_port = free_port()
+            async with Tail(bootstrap, topics.decisions) as decisions:
+                with process(worker_command(bootstrap, prefix, http_port, profile), "worker"):
+                    await decisions.wait(
+                        lambda: any(a.record.key == WARMUP_KEY for a in decisions.arrivals),
+                        60.0,
+                        "the worker's first decision",
+                    )
+                    note(f"worker live after {time.monotonic() - t0:.2f} s")
+                    rate = await run_placements(producer, decisions, placements)
+                    latencies = await run_changes(topics, producer, decisions, http_port, n, changes)
+            payloads = [(str(r.key), r.value or b"") for r in placements]
+            limit = await run_passthrough(bootstrap, prefix, payloads)
+        finally:
+            await producer.stop()
+    note(f"placement records: {sum(len(v) for _, v in payloads) / n:.0f} B on average")
+    emit(
+        {
+            "bench": "e2e",
+            "run": f"placements-{n}x{CLUSTERS}",
+            "placements_per_second": round(rate, 1),
+            "bus_passthrough_per_second": round(limit, 1),
+            "ratio": round(rate / limit, 3),
+        }
+    )
+    emit(
+        {
+            "bench": "e2e",
+            "run": "cluster-change",
+            "change_p50_ms": round(statistics.median(latencies), 1),
+            "change_p99_ms": round(percentile(latencies, 99), 1),
+        }
+    )
+
+
+def cli(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.e2e", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 placements and 5 changes")
+    parser.add_argument("--profile", metavar="FILE", help="run the worker under cProfile, stats to FILE")
+    parser.add_argument("--passthrough", nargs=4, metavar=("BOOTSTRAP", "SOURCE", "SINK", "GROUP"))
+    args = parser.parse_args(argv)
+    if args.passthrough:  # the child process of the bus-limit run
+        asyncio.run(passthrough(*args.passthrough))
+        return
+    asyncio.run(main(args.quick, args.profile))
+
+
+if __name__ == "__main__":
+    cli()
