@@ -37,6 +37,12 @@ def _register() -> None:
     from services.queue_placer import cli as queues_cli
 
     queues_cli.register(app)
+    from services.commands import audit as audit_commands  # audit, explain, what-if, export
+
+    audit_commands.register(app)
+    from services.commands import asyncapi  # docs asyncapi
+
+    asyncapi.register(app)
 
 
 _register()

@@ -26,8 +26,9 @@ from shared.api.ocm import Placement
 from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from shared.placement import ScheduleResult
 from shared.placement.explain import explain
+from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
-COMPARED = ("deleted", "generation", "decisions", "groups", "status", "scores", "added", "removed")
+COMPARED = ("deleted", "generation", "decisions", "groups", "status", "scores", "added", "removed", "sortBy")
 
 Progress = Callable[[int, int], None]
 """Called with (diffs done, diffs in the history)."""
@@ -54,6 +55,7 @@ def expected_of(record: Mapping[str, Any]) -> dict[str, Any]:
         "scores": dict(record.get("scores") or {}),
         "added": list(record.get("added") or []),
         "removed": list(record.get("removed") or []),
+        "sortBy": record.get("sortBy"),
     }
 
 
@@ -73,6 +75,7 @@ def recompute(replay: SourceReplay, key: str, now: datetime) -> Recomputed:
             "scores": {},
             "added": [],
             "removed": sorted(old),
+            "sortBy": None,
         }
         return Recomputed(value)
     result = processor.engine.evaluate(key, now)
@@ -93,6 +96,7 @@ def recompute(replay: SourceReplay, key: str, now: datetime) -> Recomputed:
         "scores": dict(sorted(result.scores_of(new | (new ^ old)).items())),
         "added": sorted(new - old),
         "removed": sorted(old - new),
+        "sortBy": "Score" if placement.spec.sort_by == "Score" else None,
     }
     return Recomputed(value, result, placement, result.skipped)
 
@@ -196,14 +200,18 @@ class AuditReport:
 
 
 Visit = Callable[[SourceReplay, DecisionRecord], None]
+Probe = Callable[[SourceReplay, DecisionBatch, DecisionRecord | None], None]
 
 
 class Auditor:
     """Walks the batches of a history with one incremental replay per worker instance."""
 
-    def __init__(self, history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, history: History, limits: DecodeLimits = DEFAULT_LIMITS, engine: EngineOptions = DEFAULT_OPTIONS
+    ) -> None:
         self.history = history
         self.limits = limits
+        self.engine = engine
         self.batches = group_batches(history.decisions)
         self.warnings: list[str] = []
         self.rebuilds = 0
@@ -222,7 +230,7 @@ class Auditor:
                 self.warnings.append(
                     f"{batch.source}: watermark went back on {e} at {batch.evaluated_at}; state rebuilt"
                 )
-        replay = SourceReplay(self.history, self.limits)
+        replay = SourceReplay(self.history, self.limits, self.engine)
         replay.advance(batch.watermark)
         for record in self._committed.get(batch.source, ()):  # its own diffs, as the worker remembers them
             replay.apply_decision(record.value)
@@ -245,14 +253,23 @@ class Auditor:
         *,
         until: DecisionRecord | None = None,
         progress: Progress | None = None,
+        probe: tuple[str, Probe] | None = None,
     ) -> None:
-        """Call `visit` for each selected diff with the state it was computed from, in replay order."""
+        """Call `visit` for each selected diff with the state it was computed from, in replay order.
+
+        `probe=(key, callback)` also calls back once per batch at `key`'s place in the batch's
+        evaluation order (before `key`'s own diff, if the batch has one): what-if evaluates there.
+        """
         total = len(self.history.decisions)
         done = 0
         for batch in self.batches:
             replay = self.replay_for(batch)
+            probed = probe is None
             for record in batch.diffs:
                 key = record.key
+                if not probed and probe is not None and key >= probe[0]:
+                    probe[1](replay, batch, record if key == probe[0] else None)
+                    probed = True
                 in_force = replay.published_seq(key)
                 if select(record):
                     if in_force != record.seq - 1:
@@ -276,6 +293,8 @@ class Auditor:
                 done += 1
                 if record is until:
                     return
+            if not probed and probe is not None:
+                probe[1](replay, batch, None)
             if progress is not None:
                 progress(done, total)
 
@@ -381,10 +400,14 @@ def audit(
     placement: str | None = None,
     since: datetime | None = None,
     limits: DecodeLimits = DEFAULT_LIMITS,
+    engine: EngineOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
 ) -> AuditReport:
-    """Check every decision of the history (or of one placement, or evaluated since a time)."""
-    auditor = Auditor(history, limits)
+    """Check every decision of the history (or of one placement, or evaluated since a time).
+
+    `engine` must be the options the workers ran with (FLEETPLACE_PREFER_NO_SELECT): they are
+    not recorded in the decisions."""
+    auditor = Auditor(history, limits, engine)
     report = AuditReport(records=history.records_read, batches=len(auditor.batches))
 
     def wanted_key(key: str) -> bool:

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.auditor.history import History
-from services.scheduler.core import SchedulerProcessor, Trigger
+from services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_record
 from shared.bus.kafka import TP
 from shared.bus.records import Record
+from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 DECISIONS = "decisions"
 PLACEMENTS = "placements"
@@ -35,21 +36,21 @@ _NOTHING = object()
 class _ReplayProcessor(SchedulerProcessor):
     """The worker's processor minus its work scheduling: with nothing owned, the fan-out that
     finds affected placements can only mark nothing, so it is skipped (it is most of the cost of
-    applying a cluster record)."""
+    applying a cluster record). State is kept by `apply` itself; tests check both agree."""
 
-    def mark(self, key: str, trigger: Trigger) -> None:
+    def mark(self, *args: Any, **kwargs: Any) -> None:
         return None
 
-    def _dirty_for_binding(self, namespace: str, set_name: str, trigger: Trigger) -> None:
+    def _dirty_for_binding(self, *args: Any, **kwargs: Any) -> None:
         return None
 
-    def _dirty_for_set(self, set_name: str, trigger: Trigger) -> None:
+    def _dirty_for_set(self, *args: Any, **kwargs: Any) -> None:
         return None
 
-    def _dirty_for_cluster(self, name: str, old_labels: Mapping[str, str] | None, trigger: Trigger) -> None:
+    def _dirty_for_cluster(self, *args: Any, **kwargs: Any) -> None:
         return None
 
-    def _dirty_for_score(self, cluster: str, resource: str, trigger: Trigger) -> None:
+    def _dirty_for_score(self, *args: Any, **kwargs: Any) -> None:
         return None
 
 
@@ -68,10 +69,17 @@ class InForce:
 class SourceReplay:
     """One worker instance's state stores, advanced watermark by watermark."""
 
-    def __init__(self, history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        history: History,
+        limits: DecodeLimits = DEFAULT_LIMITS,
+        engine: EngineOptions = DEFAULT_OPTIONS,
+    ) -> None:
         self.history = history
         self.limits = limits
-        self.processor: SchedulerProcessor = _ReplayProcessor(owns=lambda key: False)
+        self.processor: SchedulerProcessor = _ReplayProcessor(
+            SchedulerOptions(engine=engine), owns=lambda key: False
+        )
         self._cursor: dict[TP, int] = {}  # index into history.records(tp)
         self._value: dict[tuple[str, str], bytes | None] = {}  # (topic, key) -> bytes in force
         self.in_force: dict[tuple[str, str], InForce] = {}

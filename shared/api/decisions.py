@@ -114,6 +114,10 @@ class DecisionDiff(_Payload):
         ),
     )
     deleted: bool = Field(default=False, description="The placement is gone; `decisions` is empty.")
+    sort_by: Literal["Score"] | None = Field(
+        default=None,
+        description="`Score` when the Placement sorts its decisions by score (scores are then visible).",
+    )
 
     @property
     def key(self) -> str:
@@ -132,6 +136,8 @@ class DecisionDiff(_Payload):
                 out["status"] = {}  # the worker writes no status for a deleted placement
         else:
             out.pop("deleted")
+        if self.sort_by is None:
+            out.pop("sortBy")
         return out
 
 
@@ -143,6 +149,9 @@ class ClusterDecisionEntry(_Payload):
 
     cluster_name: str
     reason: str = ""
+    score: str | None = Field(
+        default=None, description="The score, as a string, when the Placement sorts by score."
+    )
 
 
 class PlacementDecisionMetadata(_Payload):

@@ -222,6 +222,14 @@ def busy_run(worker: OfflineWorker) -> OfflineWorker:
             "ns1", "tol", tolerations=[{"key": UNREACHABLE, "operator": "Exists", "tolerationSeconds": 30}]
         ),
         placement(
+            "ns1",
+            "byscore",
+            numberOfClusters=3,
+            sortBy="Score",
+            scoreRateLimit="30s",
+            prioritizerPolicy={"mode": "Exact", "configurations": ADDON},
+        ),
+        placement(
             "ns2",
             "cpu",
             numberOfClusters=2,

@@ -1,0 +1,94 @@
+"""`fleetplace export placementdecisions`: the current decisions as OCM PlacementDecision objects.
+
+Read from `placement-decisions` (the compacted current state the worker writes beside every
+diff). If that topic holds nothing — an older deployment, or it was deleted — the `decisions`
+log is folded instead, through the worker's own paging (`SchedulerProcessor.placement_decisions`),
+so both sources give the same objects: pages of 100 clusters per decision group, named
+`<placement>-decision-<k>`, labelled with the placement and the group's name and index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from services.scheduler.core import SchedulerProcessor
+from shared.api.decisions import PlacementDecisions
+from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
+from shared.bus.kafka import BroadcastReader
+from shared.bus.records import Record
+from shared.bus.topics import Topics
+from shared.settings import KafkaSettings
+
+
+@dataclass
+class _Latest:
+    seq: int
+    value: PlacementDecisions | None  # None: deleted
+
+
+def fold_placement_decisions(
+    records: Iterable[Record], limits: DecodeLimits = DEFAULT_LIMITS
+) -> dict[str, PlacementDecisions]:
+    """Current state per placement from `placement-decisions` records (highest seq; a tombstone deletes)."""
+    latest: dict[str, _Latest] = {}
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        if record.key is None:
+            continue
+        if record.value is None:
+            seq = latest[record.key].seq if record.key in latest else 0
+            latest[record.key] = _Latest(seq, None)
+            continue
+        try:
+            value = PlacementDecisions.model_validate(decode_object(record.value, limits))
+        except (DecodeError, ValidationError):
+            continue
+        current = latest.get(record.key)
+        if current is None or current.value is None or value.seq > current.seq:
+            latest[record.key] = _Latest(value.seq, value)
+    return {k: v.value for k, v in sorted(latest.items()) if v.value is not None}
+
+
+def fold_decisions(
+    records: Iterable[Record], limits: DecodeLimits = DEFAULT_LIMITS
+) -> dict[str, PlacementDecisions]:
+    """Current state per placement from the `decisions` log, paged as the worker pages it."""
+    processor = SchedulerProcessor(owns=lambda key: False)
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        if record.key is None:
+            continue
+        try:
+            processor.apply("decisions", record.key, decode_object(record.value, limits))
+        except (DecodeError, ValueError):
+            continue
+    out: dict[str, PlacementDecisions] = {}
+    for key in sorted(processor.published):
+        current = processor.placement_decisions(key)
+        if current is not None:
+            out[key] = PlacementDecisions.model_validate(current)
+    return out
+
+
+async def current_decisions(
+    kafka: KafkaSettings | str, topics: Topics, limits: DecodeLimits = DEFAULT_LIMITS
+) -> tuple[dict[str, PlacementDecisions], str]:
+    """The current decision of every placement, and which topic it came from."""
+    async with BroadcastReader(kafka, [topics.placement_decisions]) as reader:
+        records = await reader.read_to_end()
+    if records:
+        return fold_placement_decisions(records, limits), topics.placement_decisions
+    async with BroadcastReader(kafka, [topics.decisions]) as reader:
+        records = await reader.read_to_end()
+    return fold_decisions(records, limits), topics.decisions
+
+
+def kubernetes_objects(current: Mapping[str, PlacementDecisions]) -> list[dict[str, Any]]:
+    """Every page as a Kubernetes object (camelCase, status.decisions with string values)."""
+    return [
+        page.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for key in sorted(current)
+        for page in current[key].items
+    ]

@@ -1,0 +1,359 @@
+"""`fleetplace audit`, `explain`, `what-if` and `export`: answers from the topics alone.
+
+Each reads the history once (the scheduler's inputs and `decisions`, up to the high watermarks
+at start) and works offline on it with the auditor (`services.auditor`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+import yaml
+from pydantic import TypeAdapter, ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from services.auditor.audit import AuditReport, audit
+from services.auditor.explain import Explanation, NoDecision, explain_decision
+from services.auditor.export import current_decisions, kubernetes_objects
+from services.auditor.history import History, HistoryError, read_history
+from services.auditor.whatif import PlacementWhatIf, what_if_engine, what_if_placement
+from services.commands.worker import Bootstrap, Prefix, _settings
+from shared.api.objects import ObjectError, documents_of, parse_object
+from shared.api.ocm import Placement
+from shared.bus.codec import DecodeLimits
+from shared.bus.errors import BusError
+from shared.bus.topics import Topics
+from shared.placement.options import EngineOptions
+from shared.settings import Settings
+
+_TIME: TypeAdapter[datetime] = TypeAdapter(datetime)
+
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+PreferNoSelect = Annotated[
+    str | None,
+    typer.Option(
+        "--prefer-no-select",
+        help="ignore or penalize, as the workers ran (else $FLEETPLACE_PREFER_NO_SELECT): not recorded in decisions.",
+    ),
+]
+
+
+def _engine(settings: Settings, override: str | None) -> EngineOptions:
+    value = override or settings.prefer_no_select
+    if value not in ("ignore", "penalize"):
+        raise _fail(f"--prefer-no-select: expected ignore or penalize, got {value!r}")
+    return EngineOptions(prefer_no_select="penalize" if value == "penalize" else "ignore")
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _time(option: str, text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    try:
+        t = _TIME.validate_python(text)
+    except ValidationError:
+        raise _fail(f"{option}: not an RFC 3339 time: {text!r}") from None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def _placement_key(option: str, text: str | None) -> str | None:
+    if text is not None and (text.count("/") != 1 or text.startswith("/") or text.endswith("/")):
+        raise _fail(f"{option}: expected NS/NAME, got {text!r}")
+    return text
+
+
+def _write_json(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar on stderr; yields `update(stage, done, total)`."""
+    if not enabled:
+        yield lambda stage, done, total: None
+        return
+    columns = (TextColumn("{task.description:<10}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+        tasks: dict[str, Any] = {}
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(stage, total=total)
+            progress.update(tasks[stage], completed=done, total=total)
+
+        yield update
+
+
+def _load(settings: Settings, update: Callable[[str, int, int], None]) -> History:
+    topics = Topics(settings.topic_prefix)
+    try:
+        return asyncio.run(
+            read_history(
+                settings.kafka,
+                topics,
+                limits=DecodeLimits.from_settings(settings),
+                progress=lambda done, total: update("reading", done, total),
+            )
+        )
+    except (HistoryError, BusError) as e:
+        raise _fail(str(e)) from None
+
+
+# ---- audit ----------------------------------------------------------------------------------
+
+
+def _print_report(report: AuditReport) -> None:
+    console = Console()
+    table = Table("placement", "checked", "reproduced", "mismatched", title="fleetplace audit")
+    for key, tally in sorted(report.per_placement.items()):
+        bad = tally.checked - tally.reproduced
+        table.add_row(key, str(tally.checked), str(tally.reproduced), f"[red]{bad}[/red]" if bad else "0")
+    table.add_section()
+    bad = report.checked - report.reproduced
+    table.add_row(
+        "[b]all[/b]",
+        str(report.checked),
+        str(report.reproduced),
+        f"[red]{bad}[/red]" if bad else "0",
+    )
+    console.print(table)
+    console.print(f"{report.records} records, {report.batches} batches")
+    for m in report.mismatches:
+        console.print(
+            f"[red]✘[/red] {m.placement} seq {m.seq} ({m.evaluated_at}, decisions/{m.partition}@{m.offset}): {m.reason}"
+        )
+    for p in report.seq_problems:
+        console.print(f"[red]✘[/red] {p.placement} seq {p.seq}: {p.problem}")
+    for i in report.invalid:
+        console.print(
+            f"[red]✘[/red] decisions/{i.partition}@{i.offset} ({i.key}): not a DecisionDiff: {i.error}"
+        )
+    for w in report.warnings:
+        console.print(f"[yellow]![/yellow] {w}")
+    if report.app_placements_unverified:
+        console.print(
+            f"[yellow]![/yellow] {report.app_placements_unverified} app-placements records not verified "
+            "(queue placement audit is not implemented yet)"
+        )
+    console.print("[green]every decision reproduces[/green]" if report.ok else "[red]audit failed[/red]")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("audit")
+    def audit_command(
+        placement: Annotated[str | None, typer.Option("--placement", help="Only NS/NAME.")] = None,
+        since: Annotated[
+            str | None,
+            typer.Option("--since", help="Only decisions evaluated at or after this RFC 3339 time."),
+        ] = None,
+        json_output: Json = False,
+        prefer_no_select: PreferNoSelect = None,
+        bootstrap: Bootstrap = None,
+        prefix: Prefix = None,
+    ) -> None:
+        """Re-derive every published decision from the topics; exit 1 if any does not reproduce."""
+        key = _placement_key("--placement", placement)
+        since_t = _time("--since", since)
+        settings = _settings(bootstrap, prefix)
+        engine = _engine(settings, prefer_no_select)
+        with _progress(enabled=True) as update:
+            history = _load(settings, update)
+            report = audit(
+                history,
+                placement=key,
+                since=since_t,
+                limits=DecodeLimits.from_settings(settings),
+                engine=engine,
+                progress=lambda done, total: update("verifying", done, total),
+            )
+        if json_output:
+            _write_json(report.to_json())
+        else:
+            _print_report(report)
+        if not report.ok:
+            raise typer.Exit(1)
+
+    @app.command("explain")
+    def explain_command(
+        placement: Annotated[str, typer.Argument(help="NS/NAME of the placement.")],
+        at: Annotated[
+            str | None, typer.Option("--at", help="RFC 3339 time (default: the latest decision).")
+        ] = None,
+        json_output: Json = False,
+        prefer_no_select: PreferNoSelect = None,
+        bootstrap: Bootstrap = None,
+        prefix: Prefix = None,
+    ) -> None:
+        """The decision in force at a time, the record that made it, and why each cluster was (not) picked."""
+        key = _placement_key("NS/NAME", placement)
+        assert key is not None
+        at_t = _time("--at", at)
+        settings = _settings(bootstrap, prefix)
+        engine = _engine(settings, prefer_no_select)
+        with _progress(enabled=not json_output) as update:
+            history = _load(settings, update)
+        try:
+            explanation = explain_decision(history, key, at_t, DecodeLimits.from_settings(settings), engine)
+        except NoDecision as e:
+            raise _fail(str(e), 1) from None
+        if json_output:
+            _write_json(explanation.to_json())
+        else:
+            _print_explanation(explanation)
+
+    @app.command("what-if")
+    def what_if_command(
+        placement_file: Annotated[
+            Path | None,
+            typer.Option("--placement-file", help="The modified Placement(s), YAML or JSON."),
+        ] = None,
+        engine_only: Annotated[
+            bool, typer.Option("--engine-only", help="Recompute history with this fleetplace instead.")
+        ] = False,
+        since: Annotated[
+            str | None, typer.Option("--since", help="Report from this RFC 3339 time on.")
+        ] = None,
+        json_output: Json = False,
+        prefer_no_select: PreferNoSelect = None,
+        bootstrap: Bootstrap = None,
+        prefix: Prefix = None,
+    ) -> None:
+        """Replay history with a changed Placement (or engine) and show which decisions would have differed, and when."""
+        if (placement_file is None) == (not engine_only):
+            raise _fail("give --placement-file FILE or --engine-only (one of them)")
+        since_t = _time("--since", since)
+        modified: list[Placement] = []
+        if placement_file is not None:
+            modified = _placements_from(placement_file)
+        settings = _settings(bootstrap, prefix)
+        limits = DecodeLimits.from_settings(settings)
+        engine = _engine(settings, prefer_no_select)
+        with _progress(enabled=not json_output) as update:
+            history = _load(settings, update)
+        if engine_only:
+            report = audit(history, since=since_t, limits=limits, engine=engine)
+            results = what_if_engine(report)
+        else:
+            results = [
+                what_if_placement(history, p, since=since_t, limits=limits, engine=engine).to_json()
+                for p in modified
+            ]
+        if json_output:
+            _write_json(results)
+        else:
+            _print_what_if(results)
+
+    export_app = typer.Typer(help="Export current state in other formats.", no_args_is_help=True)
+    app.add_typer(export_app, name="export")
+
+    @export_app.command("placementdecisions")
+    def export_placementdecisions(
+        placement: Annotated[str | None, typer.Option("--placement", help="Only NS/NAME.")] = None,
+        output: Annotated[str, typer.Option("--output", "-o", help="yaml or json.")] = "yaml",
+        bootstrap: Bootstrap = None,
+        prefix: Prefix = None,
+    ) -> None:
+        """The current decisions as OCM PlacementDecision objects (pages of 100, OCM's names and labels)."""
+        key = _placement_key("--placement", placement)
+        if output not in ("yaml", "json"):
+            raise _fail(f"--output: expected yaml or json, got {output!r}")
+        settings = _settings(bootstrap, prefix)
+        try:
+            current, _source = asyncio.run(
+                current_decisions(
+                    settings.kafka, Topics(settings.topic_prefix), DecodeLimits.from_settings(settings)
+                )
+            )
+        except BusError as e:
+            raise _fail(str(e)) from None
+        if key is not None:
+            current = {k: v for k, v in current.items() if k == key}
+        objects = kubernetes_objects(current)
+        if output == "json":
+            _write_json({"apiVersion": "v1", "kind": "List", "items": objects})
+        else:
+            sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False) if objects else "")
+            sys.stdout.flush()
+
+
+def _placements_from(path: Path) -> list[Placement]:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise _fail(f"{path}: {e}") from None
+    out: list[Placement] = []
+    try:
+        for where, doc in documents_of(text, str(path)):
+            obj = parse_object(doc, where)
+            if not isinstance(obj, Placement):
+                raise _fail(f"{where}: expected a Placement, got {type(obj).__name__}")
+            out.append(obj)
+    except ObjectError as e:
+        raise _fail(str(e)) from None
+    if not out:
+        raise _fail(f"{path}: no Placement in the file")
+    return out
+
+
+def _print_explanation(e: Explanation) -> None:
+    console = Console()
+    r = e.record
+    trigger = r.trigger
+    console.rule(f"{r.key} seq {r.seq}")
+    console.print(
+        f"record decisions/{r.partition}@{r.offset} by {r.source or '?'}, evaluated {r.evaluated_at}, "
+        f"trigger {trigger.get('kind')}:{trigger.get('key')}"
+    )
+    if r.deleted:
+        console.print("the placement was deleted: no clusters")
+    else:
+        decisions = r.value.get("decisions") or []
+        console.print(f"selected {len(decisions)}: {', '.join(decisions) or '—'}")
+    console.print(
+        "[green]reproduces from the topics[/green]"
+        if e.reproduced
+        else f"[red]does not reproduce: {', '.join(e.differs)} differ[/red] (run `fleetplace audit`)"
+    )
+    if e.result is None:
+        return
+    for c in e.result["conditions"]:
+        console.print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}")
+    table = Table("cluster", "selected", "total", "prioritizers (score × weight) / filtered by")
+    for cluster, ex in e.result["explain"].items():
+        if "filteredBy" in ex:
+            table.add_row(cluster, "", "", f"[dim]{ex['filteredBy']}: {ex['reason']}[/dim]")
+        else:
+            parts = ", ".join(f"{k} {v['score']}×{v['weight']}" for k, v in ex["prioritizers"].items())
+            table.add_row(cluster, "✔" if ex["selected"] else "", str(ex["total"]), parts)
+    console.print(table)
+
+
+def _print_what_if(results: list[dict[str, Any]] | list[PlacementWhatIf]) -> None:
+    console = Console()
+    for item in results:
+        data = item.to_json() if isinstance(item, PlacementWhatIf) else item
+        console.rule(f"{data['placement']}: {data['differed']} of {data['evaluations']} evaluations differ")
+        table = Table("from", "recorded seq", "recorded", "what-if")
+        for c in data["changes"]:
+            recorded = "(none)" if c["recorded"] is None else ", ".join(c["recorded"]) or "—"
+            what_if = "(none)" if c["whatIf"] is None else ", ".join(c["whatIf"]) or "—"
+            same = c.get("same", False)
+            table.add_row(
+                c["at"], str(c["recordedSeq"]), recorded, what_if if same else f"[yellow]{what_if}[/yellow]"
+            )
+        console.print(table)
