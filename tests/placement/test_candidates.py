@@ -11,6 +11,7 @@ from .builders import (
     cluster_set,
     expr,
     global_set,
+    own_decision,
     placement,
     run,
     satisfied,
@@ -246,3 +247,46 @@ def test_disabled_and_deleting_placements_are_skipped() -> None:
         annotations={"cluster.open-cluster-management.io/experimental-scheduling-disable": "True"}
     )
     assert run([*bound_set(cluster("c1")), other]).decisions == ("c1",)
+
+
+def test_e16_binding_another_set_adds_its_clusters() -> None:
+    first = [
+        cluster_set("first"),
+        binding("first"),
+        *(cluster(f"a{i}", clusterset="first") for i in range(5)),
+    ]
+    second = [cluster_set("second"), *(cluster(f"b{i}", clusterset="second") for i in range(3))]
+    before = schedule_spec({"numberOfClusters": 10}, *first, *second)
+    assert len(before.decisions) == 5
+    held = own_decision(before.decisions)
+    after = schedule_spec({"numberOfClusters": 10}, *first, *second, binding("second"), held)
+    assert len(after.decisions) == 8
+    assert satisfied(after) == ("False", "NotAllDecisionsScheduled", "2 cluster decisions unscheduled")
+
+
+def test_e16_losing_and_recreating_the_only_binding() -> None:
+    clusters = [cluster(f"c{i}") for i in range(5)]
+    held = own_decision([f"c{i}" for i in range(5)])
+    lost = schedule_spec({}, cluster_set("set1"), *clusters, held)
+    assert satisfied(lost) == NO_BINDINGS
+    assert [(p.name, p.clusters) for p in lost.pages] == [("placement1-decision-1", ())]
+    back = schedule_spec({}, *bound_set(*clusters), own_decision([]))
+    assert back.decisions == ("c0", "c1", "c2", "c3", "c4")
+
+
+def test_e16_label_selector_set_follows_matching_clusters() -> None:
+    s = cluster_set("prod", "LabelSelector", {"matchLabels": {"env": "prod"}})
+    two = schedule_spec({}, s, binding("prod"), *(cluster(f"c{i}", labels={"env": "prod"}) for i in range(2)))
+    assert two.decisions == ("c0", "c1")
+    three = schedule_spec(
+        {},
+        s,
+        binding("prod"),
+        *(cluster(f"c{i}", labels={"env": "prod"}) for i in range(2)),
+        cluster("c2", labels={"env": "prod"}),
+    )
+    assert three.decisions == ("c0", "c1", "c2")
+    relabelled = schedule_spec(
+        {}, s, binding("prod"), cluster("c0", labels={"env": "prod"}), cluster("c1", labels={"env": "dev"})
+    )
+    assert relabelled.decisions == ("c0",)
