@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import time
 from collections.abc import Mapping
@@ -104,6 +105,8 @@ class _Ownership(ConsumerRebalanceListener):  # type: ignore[misc]
         self.worker = worker
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
+        # diffs already computed must land before another instance takes these placements over
+        await self.worker._flush()
         self.worker._revoke({(tp.topic, tp.partition) for tp in revoked})
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
@@ -139,6 +142,7 @@ class SchedulerWorker:
         self._need_catchup = True
         self._placements_caught_up = False
         self._ready = False
+        self._inflight: list[asyncio.Task[Any]] = []
         self.http: HttpServer | None = None
         self.published = 0
 
@@ -146,6 +150,11 @@ class SchedulerWorker:
     def _owns(self, key: str) -> bool:
         p = self._placement_partition.get(key)
         return p is not None and (self.topics.placements, p) in self._assigned
+
+    async def _flush(self) -> None:
+        pending = [t for t in self._inflight if not t.done()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
 
     def _revoke(self, revoked: set[tuple[str, int]]) -> None:
         self._assigned -= revoked
@@ -235,6 +244,11 @@ class SchedulerWorker:
                         outgoing.extend(self._consume(record))
                     if batch.caught_up:
                         self._need_catchup = False
+                        if not self._ready:
+                            # the loaded fleet is long-lived: keep the cyclic GC from rescanning it
+                            # on every collection (GC pauses dominated evaluation profiles)
+                            gc.collect()
+                            gc.freeze()
                         self._ready = True
                 placements_idle = False
                 if group_poll in done:
@@ -304,6 +318,7 @@ class SchedulerWorker:
         self.processor.tick(now)
         inputs = self._inputs(reader) if self.processor.dirty else {}
         sends = [asyncio.create_task(send_all(self.producer, outgoing))] if outgoing else []
+        self._inflight = sends
         try:
             while self.processor.dirty and not self._need_catchup and self._placements_caught_up:
                 t0 = time.perf_counter()
