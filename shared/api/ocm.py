@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
 from pydantic.alias_generators import to_camel
 
 GROUP = "cluster.open-cluster-management.io"
@@ -47,6 +47,9 @@ def _aware(v: datetime) -> datetime:
 
 
 Time = Annotated[datetime, AfterValidator(_aware)]
+# Go's JSON decoder takes only JSON numbers without a fraction for integer fields: "3", 3.0 and
+# true are decode errors there, so they are validation errors here too.
+GoInt = Annotated[int, Strict()]
 StrMap = Annotated[dict[str, str], BeforeValidator(_null_to_empty_dict)]
 Quantity = Annotated[str, BeforeValidator(_quantity_text)]
 QuantityMap = Annotated[dict[str, Quantity], BeforeValidator(_null_to_empty_dict)]
@@ -201,7 +204,7 @@ class ScoreCoordinate(_Model):
 
 class PrioritizerConfig(_Model):
     score_coordinate: ScoreCoordinate | None = None
-    weight: int = 0
+    weight: GoInt = 0
 
 
 class PrioritizerPolicy(_Model):
@@ -216,7 +219,7 @@ class Toleration(_Model):
     operator: str = ""
     value: str = ""
     effect: str = ""
-    toleration_seconds: int | None = None
+    toleration_seconds: GoInt | None = None
 
 
 class GroupClusterSelector(_Model):
@@ -234,7 +237,7 @@ class GroupStrategy(_Model):
         default_factory=list
     )
     # int-or-string: the integer 3 and the string "3" behave differently (spec §6.1)
-    clusters_per_decision_group: int | str | None = None
+    clusters_per_decision_group: GoInt | str | None = None
 
 
 class DecisionStrategy(_Model):
@@ -244,7 +247,7 @@ class DecisionStrategy(_Model):
 class SpreadConstraint(_Model):
     topology_key: str = ""
     topology_key_type: str = ""
-    max_skew: int = 0
+    max_skew: GoInt = 0
     when_unsatisfiable: str = ""
 
 
@@ -256,7 +259,7 @@ class SpreadPolicy(_Model):
 
 class PlacementSpec(_Model):
     cluster_sets: Annotated[list[str], BeforeValidator(_null_to_empty_list)] = Field(default_factory=list)
-    number_of_clusters: int | None = None
+    number_of_clusters: GoInt | None = None
     predicates: Annotated[list[ClusterPredicate], BeforeValidator(_null_to_empty_list)] = Field(
         default_factory=list
     )
@@ -310,7 +313,7 @@ class PlacementDecision(_Model):
 
 class AddOnPlacementScoreItem(_Model):
     name: str = ""
-    value: int = 0
+    value: GoInt = 0
 
 
 class AddOnPlacementScoreStatus(_Model):

@@ -139,3 +139,11 @@ def test_cluster_taints_and_scores_and_bindings_are_validated() -> None:
 def test_cluster_set_gets_the_exclusive_label_selector_by_default() -> None:
     out = admit({"apiVersion": f"{G}/v1beta2", "kind": "ManagedClusterSet", "metadata": {"name": "s"}})
     assert out["spec"]["clusterSelector"]["selectorType"] == "ExclusiveClusterSetLabel"
+
+
+@pytest.mark.parametrize("value", ["3", 3.0, True])
+def test_integer_fields_take_only_json_integers_as_go_decodes_them(value: object) -> None:
+    from shared.api.objects import ObjectError
+
+    with pytest.raises(ObjectError, match=r"spec\.numberOfClusters"):
+        parse_object(placement(numberOfClusters=value))
