@@ -27,7 +27,7 @@ test: lint typecheck unit
 demo: $(STAMP)
 	$(BIN)/fleetplace demo
 
-bench: bench-engine bench-queues bench-e2e
+bench: bench-engine bench-queues bench-e2e bench-audit
 
 bench-engine: $(STAMP)
 	$(BIN)/python -m tests.bench.engine
@@ -37,6 +37,9 @@ bench-queues: $(STAMP)
 
 bench-e2e: $(STAMP)
 	$(BIN)/python -m tests.bench.e2e
+
+bench-audit: $(STAMP)
+	$(BIN)/python -m tests.bench.audit
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

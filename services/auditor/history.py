@@ -86,9 +86,7 @@ def parse_decision(record: Record, limits: DecodeLimits = DEFAULT_LIMITS) -> Dec
         raise ValueError(f"seq must be a positive integer, got {seq!r}")
     if not isinstance(evaluated_at, str):
         raise ValueError("evaluatedAt is missing")
-    if not isinstance(inputs, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in inputs.values()
-    ):
+    if not isinstance(inputs, dict) or not all(type(v) is int for v in inputs.values()):
         raise ValueError("inputs must map '<topic>/<partition>' to offsets")
     source = record.header(H_SOURCE)
     return DecisionRecord(
@@ -100,7 +98,7 @@ def parse_decision(record: Record, limits: DecodeLimits = DEFAULT_LIMITS) -> Dec
         seq=seq,
         evaluated_at=evaluated_at,
         now=parse_time(evaluated_at),
-        inputs=tuple(sorted((str(k), v) for k, v in inputs.items() if isinstance(v, int))),
+        inputs=tuple(sorted(inputs.items())),  # type: ignore[arg-type]  # values checked above
     )
 
 
@@ -115,6 +113,7 @@ class History:
     ends: dict[TP, int] = field(default_factory=dict)  # snapshot high watermarks (short names)
     records_read: int = 0
     _offsets: dict[TP, list[int]] = field(default_factory=dict)
+    _at: dict[tuple[int, int], DecisionRecord] = field(default_factory=dict)
     _by_seq: dict[tuple[str, int], DecisionRecord] | None = None
 
     @classmethod
@@ -142,6 +141,7 @@ class History:
                 parsed = None
             if parsed is not None:
                 self.decisions.append(parsed)
+                self._at[(parsed.partition, parsed.offset)] = parsed
             # decisions are scheduler inputs too (Balance, the checkpoint): keep the raw record
         elif topic == APP_PLACEMENTS:
             self.app_placements.append(record)
@@ -163,6 +163,10 @@ class History:
     def index_of(self, tp: TP, offset: int) -> int:
         """How many records of the partition lie below `offset`."""
         return bisect.bisect_left(self._offsets.get(tp, []), offset)
+
+    def decision_at(self, partition: int, offset: int) -> DecisionRecord | None:
+        """The parsed decision record at a `decisions` offset (None: a tombstone or not a diff)."""
+        return self._at.get((partition, offset))
 
     def decision(self, key: str, seq: int) -> DecisionRecord | None:
         """The (first) record of a placement's seq."""

@@ -118,15 +118,21 @@ class SourceReplay:
 
     def _apply_range(self, tp: TP, records: list[Record]) -> None:
         topic = tp[0]
+        if topic == DECISIONS:
+            published = self.processor.published
+            for record in records:  # apply() keeps the highest seq: order does not matter
+                parsed = self.history.decision_at(record.partition, record.offset)
+                if parsed is None:
+                    self._apply(topic, record)  # whatever the worker made of it (usually: rejected)
+                    continue
+                last = published.get(parsed.key)
+                if last is None or parsed.seq > last.seq:
+                    self.apply_decision(parsed.value)
+            return
         # the last record per key, then earlier ones in case the last was rejected
         by_key: dict[str | None, list[Record]] = {}
         for record in records:
             by_key.setdefault(record.key, []).append(record)
-        if topic == DECISIONS:
-            for candidates in by_key.values():
-                for record in candidates:  # apply() keeps the highest seq: order does not matter
-                    self._apply(topic, record)
-            return
         chosen = sorted(by_key.values(), key=lambda rs: rs[-1].offset)
         for candidates in chosen:
             for record in reversed(candidates):
