@@ -348,6 +348,9 @@ def _print_what_if(results: list[dict[str, Any]] | list[PlacementWhatIf]) -> Non
     for item in results:
         data = item.to_json() if isinstance(item, PlacementWhatIf) else item
         console.rule(f"{data['placement']}: {data['differed']} of {data['evaluations']} evaluations differ")
+        if not data["changes"] or all(c.get("same", False) for c in data["changes"]):
+            console.print("no decision would have differed")
+            continue
         table = Table("from", "recorded seq", "recorded", "what-if")
         for c in data["changes"]:
             recorded = "(none)" if c["recorded"] is None else ", ".join(c["recorded"]) or "—"
