@@ -240,6 +240,7 @@ class SchedulerWorker:
                 if reader_poll in done:
                     batch = reader_poll.result()
                     reader_poll = None
+                    self.metrics.lag.set(reader.lag())
                     for record in batch.records:
                         outgoing.extend(self._consume(record))
                     if batch.caught_up:

@@ -1,0 +1,35 @@
+"""The broadcast lag gauge is what shows an operator a worker that has stopped catching up (for
+example a broker that no longer serves part of a partition after a restart, see test_scheduler_faults)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.scheduler.worker import SchedulerWorker
+from shared.bus.kafka import Batch
+from shared.settings import KafkaSettings, Settings
+
+
+class _Reader:
+    """Stands in for the BroadcastReader: 7 records behind, nothing new in this poll."""
+
+    def __init__(self, worker: SchedulerWorker) -> None:
+        self.worker = worker
+
+    def lag(self) -> int:
+        return 7
+
+    async def poll(self) -> Batch:
+        self.worker.stop()  # one loop iteration
+        return Batch((), False)
+
+
+class _Group:
+    async def getmany(self, **_options: Any) -> dict[Any, Any]:
+        return {}
+
+
+async def test_broadcast_lag_gauge_reports_the_readers_backlog() -> None:
+    worker = SchedulerWorker(Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), http_port=0))
+    await worker._loop(_Reader(worker), _Group())  # type: ignore[arg-type]
+    assert worker.registry.get_sample_value("fleetplace_broadcast_lag_records") == 7
