@@ -141,6 +141,7 @@ class SchedulerWorker:
         self._stop = asyncio.Event()
         self._need_catchup = True
         self._placements_caught_up = False
+        self._owned_stale = True
         self._ready = False
         self._inflight: list[asyncio.Task[Any]] = []
         self.http: HttpServer | None = None
@@ -158,6 +159,7 @@ class SchedulerWorker:
 
     def _revoke(self, revoked: set[tuple[str, int]]) -> None:
         self._assigned -= revoked
+        self._owned_stale = True
         lost = [k for k, p in self._placement_partition.items() if (self.topics.placements, p) in revoked]
         for key in lost:
             self.processor.drop(key)
@@ -173,6 +175,7 @@ class SchedulerWorker:
             await self._group.seek_to_beginning(*[TopicPartition(t, p) for t, p in assigned])
         self._need_catchup = True
         self._placements_caught_up = False
+        self._owned_stale = True
         log.info("partitions assigned", partitions=sorted(p for _, p in assigned))
 
     # ---- lifecycle ------------------------------------------------------------------------
@@ -269,7 +272,9 @@ class SchedulerWorker:
                     continue
                 await self._evaluate(now, reader, outgoing)  # finishes the round in hand before stopping
                 self.metrics.timers.set(len(self.processor._timer_due))
-                self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
+                if self._owned_stale:  # counting walks every placement: only when it can have changed
+                    self._owned_stale = False
+                    self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
         finally:
             for task in (reader_poll, group_poll):
                 if task is not None:
@@ -288,6 +293,7 @@ class SchedulerWorker:
                 return []
             if topic == "placements":
                 self._placement_partition[decoded.key] = record.partition
+                self._owned_stale = True
                 self._placement_next[record.partition] = record.offset + 1
             self.processor.apply(topic, decoded.key, decoded.value)
         except (DecodeError, ValueError, KeyError, TypeError) as e:
