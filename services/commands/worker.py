@@ -80,6 +80,32 @@ def worker_scheduler(
         raise typer.Exit(1) from None
 
 
+@worker_app.command("queues")
+def worker_queues(
+    bootstrap: Bootstrap = None,
+    prefix: Prefix = None,
+    http_port: Annotated[
+        int | None, typer.Option("--http-port", help="Port of /healthz, /readyz, /metrics (0: any).")
+    ] = None,
+    group: Annotated[
+        str | None, typer.Option("--group", help="Consumer group of the queue-placer instances.")
+    ] = None,
+    instance: Annotated[
+        str, typer.Option("--instance", help="Name of this instance (CloudEvents source).")
+    ] = "queues",
+) -> None:
+    """Consume queue configs and application submissions; publish queue placements."""
+    from services.queue_placer.worker import run_queue_worker
+
+    settings = _settings(bootstrap, prefix, http_port=http_port, queue_placer_group_id=group)
+    configure_from_settings(settings)
+    try:
+        asyncio.run(run_queue_worker(settings, instance))
+    except BusError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(worker_app, name="worker")
 
