@@ -7,6 +7,7 @@ at start) and works offline on it with the auditor (`services.auditor`).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -46,6 +47,20 @@ PreferNoSelect = Annotated[
         help="ignore or penalize, as the workers ran (else $FLEETPLACE_PREFER_NO_SELECT): not recorded in decisions.",
     ),
 ]
+
+
+Jobs = Annotated[
+    int, typer.Option("--jobs", "-j", help="Processes checking stretches of history (0: one per CPU).", min=0)
+]
+
+
+def _jobs(jobs: int) -> int:
+    """0 means one process per CPU this process may run on."""
+    if jobs:
+        return jobs
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _engine(settings: Settings, override: str | None) -> EngineOptions:
@@ -163,6 +178,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         json_output: Json = False,
         prefer_no_select: PreferNoSelect = None,
+        jobs: Jobs = 0,
         bootstrap: Bootstrap = None,
         prefix: Prefix = None,
     ) -> None:
@@ -180,6 +196,7 @@ def register(app: typer.Typer) -> None:
                 limits=DecodeLimits.from_settings(settings),
                 engine=engine,
                 progress=lambda done, total: update("verifying", done, total),
+                jobs=_jobs(jobs),
             )
         if json_output:
             _write_json(report.to_json())
@@ -230,6 +247,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         json_output: Json = False,
         prefer_no_select: PreferNoSelect = None,
+        jobs: Jobs = 0,
         bootstrap: Bootstrap = None,
         prefix: Prefix = None,
     ) -> None:
@@ -246,7 +264,7 @@ def register(app: typer.Typer) -> None:
         with _progress(enabled=not json_output) as update:
             history = _load(settings, update)
         if engine_only:
-            report = audit(history, since=since_t, limits=limits, engine=engine)
+            report = audit(history, since=since_t, limits=limits, engine=engine, jobs=_jobs(jobs))
             results = what_if_engine(report)
         else:
             results = [

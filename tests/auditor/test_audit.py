@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import orjson
+import pytest
 
 from services.auditor.audit import audit, differing, expected_of
 from services.auditor.batches import group_batches
@@ -248,3 +249,36 @@ def test_the_fast_replay_ends_in_the_same_state_as_the_worker() -> None:
     assert {k: (p.seq, p.decisions, p.deleted) for k, p in ours.published.items()} == {
         k: (p.seq, p.decisions, p.deleted) for k, p in theirs.published.items()
     }
+
+
+def test_checking_in_parallel_stretches_gives_the_single_walks_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from services.auditor import parallel
+
+    monkeypatch.setattr(parallel, "MIN_DIFFS", 0)
+    worker = busy_run(OfflineWorker(PREFIX, read_back=2))
+    b = worker.successor("fleetplace/b")  # a second instance takes over half-way through
+    b.publish(cluster("c4", {"tier": "gold"}, cpu=8), cluster("c8", {"tier": "silver"}, cpu=2))
+    b.step(T0 + timedelta(hours=1))
+    b.drain(T0 + timedelta(hours=1))
+    # and one forged record in the middle, so there are mismatches to merge
+    middle = worker.diffs[len(worker.diffs) // 2]
+
+    def forge(raw: bytes | None) -> bytes:
+        value = orjson.loads(raw or b"{}")
+        value["decisions"] = ["c-forged"]
+        return orjson.dumps(value)
+
+    def is_middle(r: Record) -> bool:
+        v = decision_value(r)
+        return v is not None and (v["placement"], v["seq"]) == (middle["placement"], middle["seq"])
+
+    records, _ = rewrite(b.records(), is_middle, forge)
+    history = history_of(records)
+    single = audit(history)
+    assert single.mismatches and single.checked == len(worker.diffs) + len(b.diffs)
+    for jobs in (2, 3):
+        assert len(parallel.stretches(group_batches(history.decisions), jobs)) == jobs
+        split = audit(history, jobs=jobs)
+        assert split.to_json() == single.to_json()

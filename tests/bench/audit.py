@@ -7,7 +7,8 @@ the decisions the processor published, then written to the broker at the same pa
 offsets a live worker would have left. Measured on the broker:
 
 - read: every record of the audited topics consumed to the end (a BroadcastReader, nothing else);
-- audit: `read_history` + `audit` (decode, replay, recompute and compare every decision).
+- audit: `read_history` + `audit` (decode, replay, recompute and compare every decision), with
+  one process per CPU as `fleetplace audit` does by default.
 
 Both rates are history records per second; `ratio` = read rate / audit rate (target ≤ 3).
 One JSON line: {"bench": "audit", "records", "verified_per_second", "read_per_second", "ratio", ...}.
@@ -16,6 +17,7 @@ One JSON line: {"bench": "audit", "records", "verified_per_second", "read_per_se
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import sys
 import time
@@ -36,6 +38,7 @@ RECORDS = 100_000
 CLUSTERS = 500
 NAMESPACES = [f"team{i}" for i in range(5)]
 REGIONS = [f"r{i}" for i in range(5)]
+JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _cluster(i: int, rng: random.Random, **labels: str) -> dict[str, Any]:
@@ -170,7 +173,7 @@ async def _measure(bootstrap: str, worker: OfflineWorker) -> dict[str, Any]:
     t0 = time.perf_counter()
     history = await read_history(bootstrap, topics)
     loaded_s = time.perf_counter() - t0
-    report = audit(history)
+    report = audit(history, jobs=JOBS)
     audit_s = time.perf_counter() - t0
     if not report.ok or report.checked != len(worker.diffs):
         raise RuntimeError(f"the history does not audit clean: {orjson.dumps(report.to_json())[:2000]!r}")
@@ -182,6 +185,7 @@ async def _measure(bootstrap: str, worker: OfflineWorker) -> dict[str, Any]:
         "read_per_second": round(read / read_s, 1),
         "ratio": round((read / read_s) / (read / audit_s), 2),
         "decisions_per_second": round(report.checked / audit_s, 1),
+        "jobs": JOBS,
         "read_history_s": round(loaded_s, 3),
         "replay_and_compare_s": round(audit_s - loaded_s, 3),
     }
