@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import signal
 import time
@@ -51,6 +52,9 @@ log = get_logger("fleetplace.scheduler")
 BROADCAST = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "decisions")
 # Placements evaluated between two turns of the event loop: about 0.1-0.2 s of engine time.
 EVALUATION_SLICE = 500
+# What a dead letter keeps of the original (base64 makes it 4/3 larger): well under 1 MiB in all.
+DEADLETTER_VALUE_BYTES = 256 * 1024
+DEADLETTER_KEY_BYTES = 16 * 1024
 
 
 class _Metrics:
@@ -305,8 +309,39 @@ class SchedulerWorker:
                 offset=record.offset,
                 error=str(e),
             )
-            return [dead_letter(record, str(e), topic=self.topics.deadletter, source=self.source)]
+            return [self._dead_letter(record, str(e))]
         return []
+
+    def _dead_letter(self, record: Record, reason: str) -> OutgoingRecord:
+        """The dead letter, with the original key and value cut to a size that can still be produced.
+
+        A dead letter carries the original bytes base64-encoded; for a record above the size limit that
+        is larger than the producer (and Kafka's default message.max.bytes) accepts, and a worker that
+        cannot send it would stop on the same record after every restart. The topic/partition/offset
+        in the letter still point at the whole original.
+        """
+        cut = []
+        key = record.key_bytes
+        if key is not None and len(key) > DEADLETTER_KEY_BYTES:
+            cut.append(f"key truncated to {DEADLETTER_KEY_BYTES} of {len(key)} bytes")
+            key = key[:DEADLETTER_KEY_BYTES]
+        value = record.value
+        if value is not None and len(value) > DEADLETTER_VALUE_BYTES:
+            cut.append(f"value truncated to {DEADLETTER_VALUE_BYTES} of {len(value)} bytes")
+            value = value[:DEADLETTER_VALUE_BYTES]
+        headers = record.headers
+        if sum(len(k) + len(v) for k, v in headers) > DEADLETTER_KEY_BYTES:
+            cut.append("headers dropped")
+            headers = ()
+        if cut:
+            reason = f"{reason} ({'; '.join(cut)} in this dead letter)"
+            record = dataclasses.replace(
+                record,
+                key=None if key is None else key.decode("utf-8", "surrogateescape"),
+                value=value,
+                headers=headers,
+            )
+        return dead_letter(record, reason, topic=self.topics.deadletter, source=self.source)
 
     def _inputs(self, reader: BroadcastReader) -> dict[str, int]:
         inputs = reader.watermark.inputs()
