@@ -221,12 +221,12 @@ async def test_a_killed_worker_restarts_placing_nothing_twice_and_losing_nothing
         worker = start_worker(broker, topics)
         try:
             await bus.submit(*apps[:150])
-            await bus.wait_for(lambda: len(bus.placements) >= 20, "some placements", timeout=60)
+            await bus.wait_for(lambda: len(bus.placements) >= 20, "some placements", timeout=120)
             worker.send_signal(signal.SIGKILL)
             worker.wait(10)
             await bus.submit(*apps[150:])
             worker = start_worker(broker, topics)
-            await bus.wait_for(lambda: len(bus.by_app()) == 300, "all 300 placed", timeout=90)
+            await bus.wait_for(lambda: len(bus.by_app()) == 300, "all 300 placed", timeout=150)
             await asyncio.sleep(1.0)  # anything placed twice would arrive now
         finally:
             worker.send_signal(signal.SIGTERM)
