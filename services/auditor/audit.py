@@ -22,6 +22,7 @@ from typing import Any
 
 from services.auditor.batches import DecisionBatch, group_batches
 from services.auditor.history import DecisionRecord, History, InvalidDecision
+from services.auditor.queues import QueueAuditReport, audit_app_placements
 from services.auditor.replay import SourceReplay, WatermarkBehind
 from shared.api.ocm import Placement
 from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
@@ -170,12 +171,14 @@ class AuditReport:
     seq_problems: list[SeqProblem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     per_placement: dict[str, Tally] = field(default_factory=dict)
-    app_placements_unverified: int = 0
+    queues: QueueAuditReport = field(default_factory=QueueAuditReport)
     rebuilds: int = 0
 
     @property
     def ok(self) -> bool:
-        return not self.mismatches and not self.invalid and not self.seq_problems
+        return (
+            not self.mismatches and not self.invalid and not self.seq_problems and not self.queues.mismatches
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -196,7 +199,12 @@ class AuditReport:
             ],
             "seqProblems": [p.to_json() for p in self.seq_problems],
             "warnings": self.warnings,
-            "appPlacementsUnverified": self.app_placements_unverified,
+            "appPlacements": {
+                "checked": self.queues.checked,
+                "reproduced": self.queues.reproduced,
+                "mismatches": [m.to_json() for m in self.queues.mismatches],
+                "unverified": self.queues.unreadable,
+            },
         }
 
 
@@ -515,5 +523,6 @@ def audit(
             f"{topic}/{partition}: offsets are not contiguous from {first_missing} (compacted or deleted): "
             "decisions before that point may not reproduce"
         )
-    report.app_placements_unverified = len(history.app_placements)
+    if history.app_placements and placement is None:
+        report.queues = audit_app_placements(history, limits)
     return report

@@ -19,11 +19,21 @@ from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_o
 from shared.bus.envelope import H_SOURCE, parse_time
 from shared.bus.kafka import TP, BroadcastReader, true_end_offsets
 from shared.bus.records import Record
-from shared.bus.topics import APP_PLACEMENTS, DECISIONS, Topics, TopicState, describe_catalogue
+from shared.bus.topics import (
+    APP_PLACEMENTS,
+    APPLICATIONS,
+    DECISIONS,
+    QUEUE_CONFIGS,
+    Topics,
+    TopicState,
+    describe_catalogue,
+)
 from shared.settings import KafkaSettings
 
 # The scheduler's inputs, as its processor names them (topic names without the prefix).
 INPUT_TOPICS = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "placements")
+# The queue placer's inputs.
+QUEUE_INPUTS = (QUEUE_CONFIGS, APPLICATIONS)
 
 Progress = Callable[[int, int], None]
 """Called with (records read so far, records to read)."""
@@ -196,8 +206,8 @@ async def read_history(
     limits: DecodeLimits = DEFAULT_LIMITS,
     progress: Progress | None = None,
 ) -> History:
-    """Read the scheduler's inputs, `decisions` and (if it exists) `app-placements`, from the
-    beginning up to the high watermarks measured when the read starts."""
+    """Read the scheduler's inputs and `decisions` — and, if `app-placements` exists, it and the
+    queue placer's inputs — from the beginning up to the high watermarks measured at start."""
     statuses = {s.spec.name: s for s in await describe_catalogue(kafka, topics)}
     missing = [name for name in (*INPUT_TOPICS, DECISIONS) if statuses[name].state is TopicState.MISSING]
     if missing:
@@ -206,6 +216,8 @@ async def read_history(
         )
     wanted = [*INPUT_TOPICS, DECISIONS]
     if statuses[APP_PLACEMENTS].state is not TopicState.MISSING:
+        # queue placements, and what they were placed from
+        wanted += [t for t in QUEUE_INPUTS if statuses[t].state is not TopicState.MISSING]
         wanted.append(APP_PLACEMENTS)
     history = History()
     reader = BroadcastReader(kafka, topics.names(wanted), max_records=50_000)

@@ -160,11 +160,17 @@ def _print_report(report: AuditReport) -> None:
         )
     for w in report.warnings:
         console.print(f"[yellow]![/yellow] {w}")
-    if report.app_placements_unverified:
+    queues = report.queues
+    if queues.checked or queues.unreadable:
+        bad = queues.checked - queues.reproduced
         console.print(
-            f"[yellow]![/yellow] {report.app_placements_unverified} app-placements records not verified "
-            "(queue placement audit is not implemented yet)"
+            f"app-placements: {queues.checked} checked, {queues.reproduced} reproduced"
+            + (f", [red]{bad} mismatched[/red]" if bad else "")
         )
+    for q in queues.mismatches:
+        console.print(f"[red]✘[/red] application {q.application} ({q.evaluated_at}, {q.record}): {q.reason}")
+    for u in queues.unreadable:
+        console.print(f"[yellow]![/yellow] not verified: {u}")
     console.print("[green]every decision reproduces[/green]" if report.ok else "[red]audit failed[/red]")
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from shared.api.ocm import Taint
+from shared.api.queues import ApplicationSubmission
 
 SCHEMA_VERSION = 1
 
@@ -230,20 +231,26 @@ class TaintSetRecord(_Payload):
 
 
 class AppPlacementRecord(_Payload):
-    """The queue chosen for one application, or its rejection (topic `app-placements`)."""
+    """The queue chosen for one application, or its rejection (topic `app-placements`, one record
+    per application, never replaced)."""
 
+    schema_version: int = SCHEMA_VERSION
     application_id: str = Field(alias="applicationID")
     queue: str | None = Field(default=None, description="The fully qualified queue (absent when rejected).")
     rule: str | None = Field(default=None, description="The type of the rule that placed it.")
     created: bool = Field(default=False, description="The placement created the queue.")
     rejected: bool = False
     reason: str | None = Field(default=None, description="Why it was rejected.")
-    evaluated_at: datetime | None = Field(
-        default=None, description="Planned for audit: the queue placer's clock at placement."
+    detail: str | None = Field(default=None, description="The rejection in a sentence.")
+    evaluated_at: datetime = Field(description="The queue placer's clock at placement.")
+    rule_set_version: str = Field(description="Digest of the rule set in force.")
+    inputs: dict[str, int] = Field(
+        description=(
+            "The `queue-configs` watermark of the batch and `applications/<partition>`: the offset "
+            "after the application's own record. With `evaluatedAt`, what makes the placement auditable."
+        )
     )
-    inputs: dict[str, int] | None = Field(
-        default=None, description="Planned for audit: the watermark of queue-configs and applications."
-    )
+    application: ApplicationSubmission = Field(description="The submission as placed.")
 
 
 __all__ = [

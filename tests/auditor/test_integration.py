@@ -24,10 +24,10 @@ from services.auditor.whatif import what_if_placement
 from shared.api.decisions import DecisionDiff
 from shared.api.objects import parse_object
 from shared.api.ocm import Placement
-from shared.bus.kafka import BroadcastReader, make_producer, start_client
 from shared.bus.records import Record
 from shared.bus.topics import CATALOGUE, Topics, ensure_topics
 from shared.testing import unique_topic_prefix
+from tests.auditor.copying import copy_topics
 from tests.auditor.offline import ADDON, GOLD, UNREACHABLE, base_fleet, cluster, placement, score
 from tests.scheduler.harness import Bus, running, settings_for
 
@@ -139,38 +139,6 @@ def run(broker: str) -> Run:
     return Run(prefix, decisions)
 
 
-async def _read_all(broker: str, topics: Topics) -> list[Record]:
-    async with BroadcastReader(broker, topics.names()) as reader:
-        return await reader.read_to_end()
-
-
-async def _copy(broker: str, source: str, target: str, change: Callable[[Record], bytes | None]) -> None:
-    """Every record of `source` into fresh topics under `target`: same partitions, same offsets."""
-    await ensure_topics(broker, Topics(target))
-    records = await _read_all(broker, Topics(source))
-    producer = make_producer(broker, linger_ms=20)
-    await start_client(producer)
-    try:
-        by_partition: dict[tuple[str, int], list[Record]] = {}
-        for r in records:
-            by_partition.setdefault((r.topic, r.partition), []).append(r)
-        for (topic, partition), rs in by_partition.items():
-            futures = [
-                await producer.send(
-                    target + topic[len(source) :],
-                    value=change(r),
-                    key=r.key_bytes,
-                    partition=partition,
-                    headers=list(r.headers),
-                )
-                for r in sorted(rs, key=lambda r: r.offset)
-            ]
-            delivered = await asyncio.gather(*futures)
-            assert [m.offset for m in delivered] == [r.offset for r in sorted(rs, key=lambda r: r.offset)]
-    finally:
-        await producer.stop()
-
-
 def _audit_json(broker: str, prefix: str, *extra: str) -> tuple[int, dict[str, Any]]:
     result = CliRunner().invoke(
         _cli(), ["audit", "--json", "--bootstrap", broker, "--prefix", prefix, *extra]
@@ -211,7 +179,7 @@ def test_a_forged_decision_record_is_the_only_mismatch(broker: str, run: Run) ->
         return r.value
 
     target = unique_topic_prefix("forged")
-    asyncio.run(_copy(broker, run.prefix, target, forge))
+    asyncio.run(copy_topics(broker, run.prefix, target, forge))
     code, report = _audit_json(broker, target)
     assert code == 1
     assert [(m["placement"], m["seq"]) for m in report["mismatches"]] == [forged_key]
@@ -237,7 +205,7 @@ def test_an_altered_input_record_fails_exactly_the_decision_it_fed(broker: str, 
 
     assert relabel  # the value published twice in the run
     target = unique_topic_prefix("altered")
-    asyncio.run(_copy(broker, run.prefix, target, alter))
+    asyncio.run(copy_topics(broker, run.prefix, target, alter))
     assert seen == 2
     history = asyncio.run(read_history(broker, Topics(target)))
     report = audit(history)
