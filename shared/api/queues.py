@@ -19,9 +19,10 @@ objects.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import orjson
 from pydantic import (
@@ -239,21 +240,19 @@ class RejectionReason(StrEnum):
     NOT_A_LEAF = "not-a-leaf"
 
 
-class PlacementOutcome(BaseModel):
+class PlacementOutcome(NamedTuple):
     """The answer for one application: a queue, or a rejection with its reason (spec §10).
 
     `rule` is the type of the accepted top-level rule (`provided`, `user`, `fixed`, `tag`),
     `recovery`, or `default-queue` for the fallback; `rule_index` is its position in the
     partition's rule list (None for the last two). `detail` is a human sentence, kept out of
-    the compact record.
+    the compact record. A named tuple: immutable, and cheap enough to make one per record.
     """
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True)
-
-    application_id: str = Field(alias="applicationID")
+    application_id: str
     queue: str | None = None
     rule: str | None = None
-    rule_index: int | None = Field(default=None, alias="ruleIndex")
+    rule_index: int | None = None
     created: bool = False
     reason: RejectionReason | None = None
     detail: str = ""
@@ -275,6 +274,18 @@ class PlacementOutcome(BaseModel):
 
     def to_bytes(self) -> bytes:
         return orjson.dumps(self.to_json())
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> PlacementOutcome:
+        """Read back a record written by `to_json` (what a subscriber of the output sees)."""
+        if record.get("rejected"):
+            return cls(str(record["applicationID"]), reason=RejectionReason(record["reason"]))
+        return cls(
+            str(record["applicationID"]),
+            str(record["queue"]),
+            record.get("rule"),
+            created=bool(record.get("created")),
+        )
 
 
 _EXPECTED = {

@@ -23,8 +23,19 @@ class ACL:
             return True
         return not self.groups.isdisjoint(groups)
 
+    def union(self, other: ACL) -> ACL:
+        """The ACL that admits whoever either admits."""
+        if self.everybody or other.everybody:
+            return EVERYBODY
+        if not (other.users or other.groups):
+            return self
+        if not (self.users or self.groups):
+            return other
+        return ACL(users=self.users | other.users, groups=self.groups | other.groups)
+
 
 NOBODY = ACL()
+EVERYBODY = ACL(everybody=True)
 
 
 def coarse_problem(text: str) -> str | None:
@@ -68,8 +79,8 @@ def parse_acl(text: str) -> ACL:
         group_list = parts[1].split(",")
         if group_list == [_WILDCARD]:
             # a wildcard group list admits everybody and discards the user list (§9.1)
-            return ACL(everybody=True)
+            return EVERYBODY
         groups = frozenset(g for g in group_list if g and is_acl_group(g))
     if everybody:
-        return ACL(everybody=True)
+        return EVERYBODY
     return ACL(users=users, groups=groups)

@@ -111,14 +111,13 @@ class Filter:
         return not self.allow
 
 
-ALLOW_ALL = Filter()
-
-
-def build_filter(config: FilterConfig | None) -> Filter:
+def build_filter(config: FilterConfig | None) -> Filter | None:
+    """The rule's filter, or None when it lets everybody through (absent, or empty and allow)."""
     if config is None:
-        return ALLOW_ALL
-    return Filter(
+        return None
+    built = Filter(
         allow=config.type != "deny",
         users=_criterion(config.users, is_user_name),
         groups=_criterion(config.groups, is_group_name),
     )
+    return None if built.empty and built.allow else built

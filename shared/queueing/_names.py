@@ -32,6 +32,11 @@ _REGEXP_MARKER = re.compile(r"[\^$*+?()\[{}|]")
 _GO_SPACE_CHARS: Final = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 _GO_SPACE_RUN = re.compile(f"[{_GO_SPACE_CHARS}]+")
 
+# Rules and the placer check the same user names, requested queues and tag values over and
+# over: remember the answers (pure functions of the string; bounded, started over when full).
+_MEMO_LIMIT = 1 << 16
+_users: dict[str, bool] = {}
+
 
 def is_queue_name(name: str) -> bool:
     return _QUEUE_NAME.fullmatch(name) is not None
@@ -42,7 +47,12 @@ def is_rule_name(name: str) -> bool:
 
 
 def is_user_name(name: str) -> bool:
-    return _USER_NAME.fullmatch(name) is not None
+    valid = _users.get(name)
+    if valid is None:
+        if len(_users) >= _MEMO_LIMIT:
+            _users.clear()
+        valid = _users[name] = _USER_NAME.fullmatch(name) is not None
+    return valid
 
 
 def is_group_name(name: str) -> bool:
@@ -90,6 +100,31 @@ def is_qualified(name: str) -> bool:
 def invalid_levels(path: str) -> list[str]:
     """The dot-separated parts of a path that are not valid queue names (empty parts included)."""
     return [part for part in path.split(".") if not is_queue_name(part)]
+
+
+_levels: dict[str, str] = {}
+_paths: dict[str, bool] = {}
+
+
+def as_level(raw: str) -> str:
+    """`raw` as one queue level (dots replaced, §7.8), or "" when that is not a valid name."""
+    level = _levels.get(raw)
+    if level is None:
+        if len(_levels) >= _MEMO_LIMIT:
+            _levels.clear()
+        name = replace_dots(raw)
+        level = _levels[raw] = name if is_queue_name(name) else ""
+    return level
+
+
+def is_valid_path(path: str) -> bool:
+    """Every dot-separated level of `path` is a valid queue name."""
+    ok = _paths.get(path)
+    if ok is None:
+        if len(_paths) >= _MEMO_LIMIT:
+            _paths.clear()
+        ok = _paths[path] = not invalid_levels(path)
+    return ok
 
 
 def go_parse_bool(text: str) -> bool:

@@ -1,19 +1,21 @@
 """`QueuePlacer`: choose a queue for each application and create it (spec §5, §8).
 
-A placer holds, per partition, the live queue tree and the set of live applications. Placing
-is two steps: *decide* (run the rules, §8.1 — a pure function of the application's user,
-groups, requested queue, relevant tags and forced flag, and of the tree) and *commit* (create
-the queue if needed, §8.2). Decisions are memoised per tree version: the tree changes only when
-a queue is created, released or reconfigured, so after a warm-up almost every application is a
-dictionary lookup away from its queue.
+A placer holds, per partition, the live queue tree and the live applications. Placing is two
+steps: *decide* (run the rules, §8.1) and *commit* (create the queue if needed, §8.2).
 
-Not thread-safe: one worker task owns a placer, and a reload happens between placements.
+This is the worker's hot path, so it is written to do little per application. Decisions are
+remembered (applications repeat: the same users, namespaces and queues; see `_Partition`);
+to make a new one, the submit check is one set test against ACLs merged down the tree
+(`QueueNode.submitters`), filter answers are remembered per user and groups (`Principal`) and
+name checks per string. Not thread-safe: one worker task owns a placer, and a reload happens
+between placements.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from shared.api.queues import ApplicationSubmission, PlacementOutcome, RejectionReason
 from shared.queueing._config import DEFAULT_PARTITION, PartitionSpec, QueueingConfig, parse_config
@@ -30,12 +32,25 @@ from shared.queueing._names import (
     is_queue_name,
     is_user_name,
 )
-from shared.queueing._rules import RecoveryRule, Rule
-from shared.queueing._subject import Subject, fold_tags
+from shared.queueing._principal import Principal, fold_tags
+from shared.queueing._rules import RecoveryRule
 from shared.queueing._tree import QueueNode, QueueTree
 
-_MEMO_LIMIT = 1 << 16
-_NO_TAGS: dict[str, str] = {}
+_MEMO_LIMIT = 1 << 16  # bounds each cache; past it the cache starts over
+_RECOVERY = RecoveryRule()
+_new_tuple = tuple.__new__
+
+# An accepted proposal: the path as proposed (level names keep their case until they are
+# created, §8.2), the rule type, the rule's index, and the queue if it exists already.
+_Accepted = tuple[str, str, int | None, QueueNode | None]
+
+
+class _Rejected(NamedTuple):
+    reason: RejectionReason
+    detail: str
+
+
+_Decision = _Accepted | _Rejected
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,173 +64,196 @@ class QueueState:
     applications: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Accepted:
-    path: str  # as proposed: level names keep their case until they are created (§8.2)
-    rule: str
-    rule_index: int | None
-    node: QueueNode | None  # the queue, if it existed when the decision was made
-
-
-@dataclass(frozen=True, slots=True)
-class _Rejected:
-    reason: RejectionReason
-    detail: str
-
-
-_Decision = _Accepted | _Rejected
-
-
 class _Partition:
+    """One partition: its tree, its live applications, and the decisions it remembers.
+
+    A decision is a pure function of the submission's user, groups, requested queue and the
+    tags the rules read, and of the tree (which carries the ACLs); it is remembered under
+    those inputs until the tree changes in a way that can change it. A reload or a removed
+    queue forgets everything; a created queue forgets only the decisions that looked for it
+    and found nothing (the tree notes those lookups while a decision is made).
+    """
+
     def __init__(self, spec: PartitionSpec, *, memoize: bool) -> None:
         self.spec = spec
-        self.rules: tuple[Rule, ...] = (*spec.rules, RecoveryRule())
         self.tree = QueueTree(spec.root)
         self.applications: dict[str, QueueNode] = {}
-        self.draining = False
         self._memoize = memoize
+        self._principals: dict[tuple[str, tuple[str, ...]], Principal] = {}
+        # the tags a decision can depend on: those the tag rules read, and the force flag
+        self._key_tags = (*spec.tag_names, FORCE_TAG)
         self._decisions: dict[tuple[object, ...], _Decision] = {}
-        self._decided_at = self.tree.version
-        self._user_valid: dict[str, bool] = {}
+        # path → the remembered decisions that looked for that queue and did not find it
+        self._waiting_for: dict[str, list[tuple[object, ...]]] = {}
 
     def reconfigure(self, spec: PartitionSpec) -> None:
         self.spec = spec
-        self.rules = (*spec.rules, RecoveryRule())
+        self._key_tags = (*spec.tag_names, FORCE_TAG)
         self.tree.apply_config(spec.root)
-        self.draining = False
+        self._forget_decisions()
+        self._principals.clear()  # the filter answers they remember belong to the old config
 
     def place(self, app: ApplicationSubmission) -> PlacementOutcome:
         app_id = app.application_id
-        tags = fold_tags(app.tags) if app.tags else _NO_TAGS
-        forced = go_parse_bool(tags.get(FORCE_TAG, ""))
-        user, groups = app.user, app.groups
-        # spec §5, checks before any rule runs
-        if user == "":
-            if not forced:
-                return _rejection(app_id, RejectionReason.INVALID_USER, "empty user")
-            user, groups = RECOVERY_USER, (RECOVERY_GROUP,)
-        elif not groups:
-            groups = (user,)  # YuniKorn's default resolver: one group named like the user
-        elif not self._is_valid_user(user):
-            return _rejection(app_id, RejectionReason.INVALID_USER, f"invalid user name {user!r}")
-        if app_id in self.applications:
-            return _rejection(
-                app_id,
-                RejectionReason.DUPLICATE_APPLICATION,
-                f"application {app_id!r} is already in queue {self.applications[app_id].path}",
-            )
-        tree = self.tree
-        if self._decided_at != tree.version:
-            self._decisions.clear()
-            self._decided_at = tree.version
-        key = (user, groups, app.queue, forced, *[tags.get(n, "") for n in self.spec.tag_names])
-        decision = self._decisions.get(key) if self._memoize else None
+        tags: Mapping[str, str] = app.tags
+        if tags and not "".join(tags).islower():
+            tags = fold_tags(tags)  # only when some key has a capital (see fold_tags)
+        key = (app.user, app.groups, app.queue, *map(tags.get, self._key_tags))
+        decision = self._decisions.get(key)
         if decision is None:
-            decision = self._decide(Subject(user, groups, app.queue, tags, forced))
-            if self._memoize:
-                if len(self._decisions) >= _MEMO_LIMIT:
-                    self._decisions.clear()
-                self._decisions[key] = decision
+            decision = self._decide_and_remember(key, app, tags)
         if isinstance(decision, _Rejected):
-            return _rejection(app_id, decision.reason, decision.detail)
-        return self._commit(app_id, decision, user, groups)
+            # an invalid user is refused before the partition looks at the ID (§5, §8.3)
+            if decision.reason is RejectionReason.INVALID_USER or app_id not in self.applications:
+                return _rejection(app_id, decision.reason, decision.detail)
+            return self._duplicate(app_id)
+        if app_id in self.applications:
+            return self._duplicate(app_id)
+        path, rule, index, node = decision
+        if node is not None and node.is_leaf:  # the common case: the queue is there
+            node.applications += 1
+            self.applications[app_id] = node
+            # tuple.__new__ is how a named tuple is built without its Python-level __new__
+            return _new_tuple(PlacementOutcome, (app_id, node.path, rule, index, False, None, ""))
+        resolved = _resolved(app, tags)
+        assert not isinstance(resolved, _Rejected)  # the decision was made for this user
+        return self._commit(app_id, path, rule, index, node, self._principal(*resolved))
 
-    def _is_valid_user(self, user: str) -> bool:
-        valid = self._user_valid.get(user)
-        if valid is None:
-            if len(self._user_valid) >= _MEMO_LIMIT:
-                self._user_valid.clear()
-            valid = self._user_valid[user] = is_user_name(user)
-        return valid
-
-    def _decide(self, subject: Subject) -> _Decision:
-        """Spec §8.1: the first rule whose proposal passes the leaf, ACL and draining checks."""
-        tree = self.tree
-        last = len(self.rules) - 1
-        for index, rule in enumerate(self.rules):
-            try:
-                path = rule.propose(subject, tree)
-            except RuleEvaluationError as e:
-                # an error rejects at once: no later rule, no fallback, even when forced (§8.1.1)
-                return _Rejected(RejectionReason.RULE_ERROR, str(e))
-            kind: str = rule.kind
-            rule_index: int | None = index
-            if index == last:
-                rule_index = None
-                if path is None and DEFAULT_QUEUE in tree.nodes:
-                    # the root.default fallback comes after recovery declined (§8.1.2, quirk 13)
-                    path, kind = DEFAULT_QUEUE, "default-queue"
-            if path is None:
-                continue
-            if subject.forced and path == RECOVERY_QUEUE:
-                return _Accepted(path, kind, rule_index, tree.get(path))  # no checks (§8.1.4)
-            node = tree.get(path)
-            if node is not None:
-                if not node.is_leaf or node.draining:
-                    continue
-                if not tree.submit_allowed(node, subject.user, subject.groups):
-                    continue
-                return _Accepted(path, kind, rule_index, node)
-            # not there yet: the deepest existing ancestor decides, leaf or not (§8.1.6)
-            if tree.submit_allowed(tree.deepest_existing(path), subject.user, subject.groups):
-                return _Accepted(path, kind, rule_index, None)
-        return _Rejected(
-            RejectionReason.NO_RULE_MATCHED,
-            "no placement rule matched and no fallback applied",
+    def _duplicate(self, app_id: str) -> PlacementOutcome:
+        where = self.applications[app_id].path
+        return _rejection(
+            app_id,
+            RejectionReason.DUPLICATE_APPLICATION,
+            f"application {app_id!r} is already in queue {where}",
         )
 
+    def _decide_and_remember(
+        self, key: tuple[object, ...], app: ApplicationSubmission, tags: Mapping[str, str]
+    ) -> _Decision:
+        resolved = _resolved(app, tags)
+        if isinstance(resolved, _Rejected):
+            decision: _Decision = resolved
+        elif not self._memoize:
+            return self._decide(Principal(*resolved), app.queue, tags)
+        else:
+            who = self._principal(*resolved)
+            absent: list[str] = []
+            self.tree.absent = absent  # note the queues the rules look for and do not find
+            try:
+                decision = self._decide(who, app.queue, tags)
+            finally:
+                self.tree.absent = None
+            for path in absent:
+                self._waiting_for.setdefault(path, []).append(key)
+        if self._memoize:
+            if len(self._decisions) >= _MEMO_LIMIT:
+                self._forget_decisions()
+            self._decisions[key] = decision
+        return decision
+
+    def _forget_decisions(self) -> None:
+        self._decisions.clear()
+        self._waiting_for.clear()
+
+    def _created(self, queues: list[QueueNode]) -> None:
+        """New queues change only the decisions that looked for them and found nothing."""
+        for queue in queues:
+            for key in self._waiting_for.pop(queue.path, ()):
+                self._decisions.pop(key, None)
+
+    def _principal(self, user: str, groups: tuple[str, ...]) -> Principal:
+        who = self._principals.get((user, groups))
+        if who is None:
+            if len(self._principals) >= _MEMO_LIMIT:
+                self._principals.clear()
+            who = self._principals[user, groups] = Principal(user, groups)
+        return who
+
+    def _decide(self, who: Principal, queue: str, tags: Mapping[str, str]) -> _Decision:
+        """Spec §8.1: the first rule whose proposal passes the leaf, ACL and draining checks;
+        then the recovery rule; then the root.default fallback."""
+        tree = self.tree
+        forced = FORCE_TAG in tags and go_parse_bool(tags[FORCE_TAG])
+        try:
+            for index, rule in enumerate(self.spec.rules):
+                path = rule.propose(who, queue, tags, tree)
+                if path is not None:
+                    accepted = self._accept(path, rule.kind, index, who, forced)
+                    if accepted is not None:
+                        return accepted
+            path = _RECOVERY.propose(who, queue, tags, tree)
+        except RuleEvaluationError as e:
+            # an error rejects at once: no later rule, no fallback, even when forced (§8.1.1)
+            return _Rejected(RejectionReason.RULE_ERROR, str(e))
+        if path is not None:
+            return path, _RECOVERY.kind, None, tree.get(path)  # forced: no checks (§8.1.4)
+        # the root.default fallback comes only after recovery declined (§8.1.2, quirk 13)
+        if tree.get(DEFAULT_QUEUE) is not None:
+            accepted = self._accept(DEFAULT_QUEUE, "default-queue", None, who, forced)
+            if accepted is not None:
+                return accepted
+        return _Rejected(RejectionReason.NO_RULE_MATCHED, "no placement rule matched and no fallback applied")
+
+    def _accept(
+        self, path: str, kind: str, index: int | None, who: Principal, forced: bool
+    ) -> _Accepted | None:
+        """Spec §8.1 steps 4-6 for one proposal: accepted, or None for "try the next rule"."""
+        tree = self.tree
+        if forced and path == RECOVERY_QUEUE:
+            return path, kind, index, tree.get(path)  # no checks (§8.1.4)
+        node = tree.get(path)
+        if node is not None:
+            if node.is_leaf and not node.draining and who.may_submit(node):
+                return path, kind, index, node
+            return None
+        # not there yet: the deepest existing ancestor decides, leaf or not (§8.1.6)
+        if who.may_submit(tree.deepest_existing(path)):
+            return path, kind, index, None
+        return None
+
     def _commit(
-        self, app_id: str, accepted: _Accepted, user: str, groups: tuple[str, ...]
+        self, app_id: str, path: str, rule: str, index: int | None, node: QueueNode | None, who: Principal
     ) -> PlacementOutcome:
         """Spec §8.2: go to the queue, or create the missing levels. No going back to rules."""
         tree = self.tree
-        node = accepted.node
-        created = False
         if node is not None:
-            if not node.is_leaf:
-                return _rejection(app_id, RejectionReason.NOT_A_LEAF, f"queue {node.path} is not a leaf")
-        elif go_lower(accepted.path) == RECOVERY_QUEUE:
-            node, created = tree.create(tree.root, [RECOVERY_NAME]), True
+            # an existing parent: only a forced application can get here (§8.1.4)
+            return _rejection(app_id, RejectionReason.NOT_A_LEAF, f"queue {node.path} is not a leaf")
+        if go_lower(path) == RECOVERY_QUEUE:
+            created = tree.create(tree.root, [RECOVERY_NAME])
         else:
-            ancestor = tree.deepest_existing(accepted.path)
-            levels = accepted.path.split(".")[ancestor.path.count(".") + 1 :]
-            refusal = _creation_refusal(tree, ancestor, levels, user, groups)
+            ancestor = tree.deepest_existing(path)
+            levels = path.split(".")[ancestor.path.count(".") + 1 :]
+            refusal = _creation_refusal(ancestor, levels, who)
             if refusal is not None:
                 return _rejection(app_id, *refusal)
-            node, created = tree.create(ancestor, levels), True
+            created = tree.create(ancestor, levels)
+        self._created(created)
+        node = created[-1]
         node.applications += 1
         self.applications[app_id] = node
-        return PlacementOutcome.model_construct(
-            application_id=app_id,
-            queue=node.path,
-            rule=accepted.rule,
-            rule_index=accepted.rule_index,
-            created=created,
-            reason=None,
-            detail="",
-        )
+        return PlacementOutcome(app_id, node.path, rule, index, True)
 
     def release(self, app_id: str) -> bool:
         node = self.applications.pop(app_id, None)
         if node is None:
             return False
-        self.tree.release(node)
+        if self.tree.release(node):
+            self._forget_decisions()  # queues went away: decisions that found them are stale
         return True
 
 
 def _creation_refusal(
-    tree: QueueTree, ancestor: QueueNode, levels: list[str], user: str, groups: tuple[str, ...]
+    ancestor: QueueNode, levels: list[str], who: Principal
 ) -> tuple[RejectionReason, str] | None:
-    if not tree.submit_allowed(ancestor, user, groups):
+    created = ".".join(levels)
+    if not who.may_submit(ancestor):
         return (
             RejectionReason.CREATE_DENIED,
-            f"{user} may not submit to {ancestor.path} to create {'.'.join(levels)}",
+            f"{who.user} may not submit to {ancestor.path} to create {created}",
         )
     if ancestor.is_leaf:
-        return (
-            RejectionReason.CREATE_UNDER_LEAF,
-            f"cannot create {'.'.join(levels)}: {ancestor.path} is a leaf",
-        )
+        return RejectionReason.CREATE_UNDER_LEAF, f"cannot create {created}: {ancestor.path} is a leaf"
     if ancestor.draining:
         return RejectionReason.CREATE_REFUSED, f"cannot create below {ancestor.path}: it is draining"
     # the name test is on the level as produced, case-sensitively: `@RECOVERY@` is allowed (§8.2)
@@ -225,16 +263,22 @@ def _creation_refusal(
     return None
 
 
+def _resolved(app: ApplicationSubmission, tags: Mapping[str, str]) -> tuple[str, tuple[str, ...]] | _Rejected:
+    """Spec §5: the user and groups the rules see, or why the submission is refused."""
+    user, groups = app.user, app.groups
+    if user == "":
+        if not go_parse_bool(tags.get(FORCE_TAG, "")):
+            return _Rejected(RejectionReason.INVALID_USER, "empty user")
+        return RECOVERY_USER, (RECOVERY_GROUP,)
+    if not groups:
+        return user, (user,)  # YuniKorn's default resolver: one group named like the user
+    if not is_user_name(user):
+        return _Rejected(RejectionReason.INVALID_USER, f"invalid user name {user!r}")
+    return user, groups
+
+
 def _rejection(app_id: str, reason: RejectionReason, detail: str) -> PlacementOutcome:
-    return PlacementOutcome.model_construct(
-        application_id=app_id,
-        queue=None,
-        rule=None,
-        rule_index=None,
-        created=False,
-        reason=reason,
-        detail=detail,
-    )
+    return PlacementOutcome(app_id, reason=reason, detail=detail)
 
 
 class QueuePlacer:
@@ -243,7 +287,7 @@ class QueuePlacer:
     Built from a validated config (`parse_config`), or from the default config of spec §4.6.
     It remembers the queues earlier placements created and the applications it placed;
     `reload` swaps in a new config and keeps the dynamic queues (spec §4.7). `memoize=False`
-    turns the decision memo off (tests compare both ways; the answers must be the same).
+    turns off remembering decisions and filter answers (tests compare both ways).
     """
 
     def __init__(self, config: QueueingConfig | None = None, *, memoize: bool = True) -> None:
@@ -252,6 +296,8 @@ class QueuePlacer:
         self._partitions: dict[str, _Partition] = {
             name: _Partition(spec, memoize=memoize) for name, spec in self._config.partitions.items()
         }
+        # partitions a reload removed: they refuse new applications and keep their queues
+        self._draining: dict[str, _Partition] = {}
 
     @property
     def config(self) -> QueueingConfig:
@@ -259,51 +305,52 @@ class QueuePlacer:
 
     def place(self, app: ApplicationSubmission) -> PlacementOutcome:
         # spec §5: empty means default; otherwise an exact, case-sensitive match (quirk 18)
-        partition = self._partitions.get(app.partition or DEFAULT_PARTITION)
-        if partition is None:
-            return _rejection(
-                app.application_id,
-                RejectionReason.UNKNOWN_PARTITION,
-                f"partition {app.partition!r} is not configured",
-            )
-        if partition.draining:
+        name = app.partition or DEFAULT_PARTITION
+        partition = self._partitions.get(name)
+        if partition is not None:
+            return partition.place(app)
+        if name in self._draining:
             return _rejection(
                 app.application_id,
                 RejectionReason.PARTITION_DRAINING,
-                f"partition {partition.spec.name!r} was removed from the config and is draining",
+                f"partition {name!r} was removed from the config and is draining",
             )
-        return partition.place(app)
+        return _rejection(
+            app.application_id,
+            RejectionReason.UNKNOWN_PARTITION,
+            f"partition {app.partition!r} is not configured",
+        )
 
     def reload(self, config: QueueingConfig) -> None:
         """Activate a new validated config (spec §4.7). Partitions that are gone drain: they
         refuse new applications; their live applications and queues are kept."""
+        known = {**self._draining, **self._partitions}
         partitions: dict[str, _Partition] = {}
         for name, spec in config.partitions.items():
-            current = self._partitions.get(name)
+            current = known.pop(name, None)
             if current is None:
                 partitions[name] = _Partition(spec, memoize=self._memoize)
             else:
                 current.reconfigure(spec)
                 partitions[name] = current
-        for name, current in self._partitions.items():
-            if name not in partitions:
-                current.draining = True
-                partitions[name] = current
-        self._partitions = partitions
-        self._config = config
+        self._partitions, self._draining, self._config = partitions, known, config
 
     def release(self, application_id: str, partition: str = "") -> bool:
         """The application left: its ID may be used again, and a draining or dynamic queue it
         leaves empty is removed. False if the application was not placed here."""
-        state = self._partitions.get(partition or DEFAULT_PARTITION)
+        state = self._partition(partition)
         return state is not None and state.release(application_id)
 
     def queues(self, partition: str = "") -> Mapping[str, QueueState]:
         """The partition's queues by path, configured and dynamic (empty if it is unknown)."""
-        state = self._partitions.get(partition or DEFAULT_PARTITION)
+        state = self._partition(partition)
         if state is None:
             return {}
         return {
             node.path: QueueState(node.path, node.is_leaf, not node.managed, node.draining, node.applications)
             for node in state.tree
         }
+
+    def _partition(self, name: str) -> _Partition | None:
+        name = name or DEFAULT_PARTITION
+        return self._partitions.get(name) or self._draining.get(name)

@@ -1,28 +1,31 @@
 """The placement rules of spec §7: provided, user, fixed, tag, and the implicit recovery rule.
 
-Every rule is one immutable object with one step, `propose`: given the application and the
-current tree it returns a fully qualified path (not necessarily existing), None for "no
-match", or raises `RuleEvaluationError`. Rules chain through `parent` (§7.6); a rule applies
-its own `create` flag to its own result (§7.1).
+Every rule is one immutable object with one step, `propose`: given who asks, the requested
+queue, the (case-folded) tags and the current tree, it returns a fully qualified path (not
+necessarily existing), None for "no match", or raises `RuleEvaluationError`. Rules chain
+through `parent` (§7.6); a rule applies its own `create` flag to its own result (§7.1).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from shared.queueing._errors import RuleEvaluationError
-from shared.queueing._filter import ALLOW_ALL, Filter
+from shared.queueing._filter import Filter
 from shared.queueing._names import (
+    FORCE_TAG,
     RECOVERY_QUEUE,
     ROOT,
     ROOT_PREFIX,
+    as_level,
+    go_parse_bool,
     invalid_levels,
-    is_qualified,
-    is_queue_name,
+    is_valid_path,
     replace_dots,
 )
-from shared.queueing._subject import Subject
+from shared.queueing._principal import Principal
 from shared.queueing._tree import QueueTree
 
 
@@ -30,17 +33,22 @@ from shared.queueing._tree import QueueTree
 class Rule:
     kind: ClassVar[str]
     create: bool = False
-    filter: Filter = ALLOW_ALL
+    filter: Filter | None = None  # None: nobody is filtered out
     parent: Rule | None = None
 
-    def propose(self, subject: Subject, tree: QueueTree) -> str | None:
+    def propose(self, who: Principal, queue: str, tags: Mapping[str, str], tree: QueueTree) -> str | None:
         raise NotImplementedError
 
-    def _parent_path(self, subject: Subject, tree: QueueTree) -> str | None:
-        """Spec §7.6: the path the parent rule yields, qualified, and not an existing leaf."""
+    def _filtered(self, who: Principal) -> bool:
+        return self.filter is not None and not who.passes(self.filter)
+
+    def _below_parent(
+        self, level: str, who: Principal, queue: str, tags: Mapping[str, str], tree: QueueTree
+    ) -> str | None:
+        """Spec §7.6: `level` below the path the parent rule yields (root without a parent)."""
         if self.parent is None:
-            return ROOT
-        path = self.parent.propose(subject, tree)
+            return f"{ROOT}.{level}"
+        path = self.parent.propose(who, queue, tags, tree)
         if path is None:
             return None
         if not path.startswith(ROOT_PREFIX):
@@ -49,30 +57,27 @@ class Rule:
         node = tree.get(path)
         if node is not None and node.is_leaf:
             raise RuleEvaluationError(f"{self.kind} rule: parent rule returned a leaf queue: {path}")
-        return path
+        return f"{path}.{level}"
 
-    def _below_parent(self, name: str, subject: Subject, tree: QueueTree) -> str | None:
-        parent = self._parent_path(subject, tree)
-        return None if parent is None else f"{parent}.{name}"
-
-    def _create_check(self, path: str | None, tree: QueueTree) -> str | None:
+    def _created_or_existing(self, path: str | None, tree: QueueTree) -> str | None:
         # §7.1: without create the queue must exist already; creation itself is decided later
         if path is None or (not self.create and tree.get(path) is None):
             return None
         return path
 
-    def _one_level(self, raw: str, what: str) -> str:
-        name = replace_dots(raw)
-        if not is_queue_name(name):
+    def _level(self, raw: str, what: str) -> str:
+        level = as_level(raw)
+        if not level:
             raise RuleEvaluationError(
-                f"{self.kind} rule: {what} {raw!r} gives an invalid queue name {name!r}"
+                f"{self.kind} rule: {what} {raw!r} gives an invalid queue name {replace_dots(raw)!r}"
             )
-        return name
+        return level
 
     def _qualified(self, path: str, what: str) -> str:
-        bad = invalid_levels(path)
-        if bad:
-            raise RuleEvaluationError(f"{self.kind} rule: {what} {path!r} has invalid queue names {bad}")
+        if not is_valid_path(path):
+            raise RuleEvaluationError(
+                f"{self.kind} rule: {what} {path!r} has invalid queue names {invalid_levels(path)}"
+            )
         return path
 
 
@@ -82,15 +87,14 @@ class ProvidedRule(Rule):
 
     kind: ClassVar[str] = "provided"
 
-    def propose(self, subject: Subject, tree: QueueTree) -> str | None:
-        requested = subject.queue
-        if not requested or not self.filter.admits(subject.user, subject.groups):
+    def propose(self, who: Principal, queue: str, tags: Mapping[str, str], tree: QueueTree) -> str | None:
+        if not queue or self._filtered(who):
             return None
-        if is_qualified(requested):
+        if queue.startswith(ROOT_PREFIX):
             # qualified: taken as is, the parent rule is not run
-            return self._create_check(self._qualified(requested, "requested queue"), tree)
-        name = self._one_level(requested, "requested queue")
-        return self._create_check(self._below_parent(name, subject, tree), tree)
+            return self._created_or_existing(self._qualified(queue, "requested queue"), tree)
+        level = self._level(queue, "requested queue")
+        return self._created_or_existing(self._below_parent(level, who, queue, tags, tree), tree)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +103,11 @@ class UserRule(Rule):
 
     kind: ClassVar[str] = "user"
 
-    def propose(self, subject: Subject, tree: QueueTree) -> str | None:
-        if not self.filter.admits(subject.user, subject.groups):
+    def propose(self, who: Principal, queue: str, tags: Mapping[str, str], tree: QueueTree) -> str | None:
+        if self._filtered(who):
             return None
-        name = self._one_level(subject.user, "user name")
-        return self._create_check(self._below_parent(name, subject, tree), tree)
+        level = self._level(who.user, "user name")
+        return self._created_or_existing(self._below_parent(level, who, queue, tags, tree), tree)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,18 +116,18 @@ class FixedRule(Rule):
 
     kind: ClassVar[str] = "fixed"
     value: str = ""
+    # `root` itself counts (the root, a parent, so never accepted); `rootx` is refused at load
+    qualified: bool = field(init=False)
 
-    @property
-    def qualified(self) -> bool:
-        # `root` itself counts (the root, a parent, so never accepted); `rootx` is refused at load
-        return self.value == ROOT or self.value.startswith(ROOT_PREFIX)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "qualified", self.value == ROOT or self.value.startswith(ROOT_PREFIX))
 
-    def propose(self, subject: Subject, tree: QueueTree) -> str | None:
-        if not self.filter.admits(subject.user, subject.groups):
+    def propose(self, who: Principal, queue: str, tags: Mapping[str, str], tree: QueueTree) -> str | None:
+        if self._filtered(who):
             return None
         if self.qualified:
-            return self._create_check(self.value, tree)
-        return self._create_check(self._below_parent(self.value, subject, tree), tree)
+            return self._created_or_existing(self.value, tree)
+        return self._created_or_existing(self._below_parent(self.value, who, queue, tags, tree), tree)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,14 +137,14 @@ class TagRule(Rule):
     kind: ClassVar[str] = "tag"
     tag_name: str = ""
 
-    def propose(self, subject: Subject, tree: QueueTree) -> str | None:
-        value = subject.tag(self.tag_name)
-        if not value or not self.filter.admits(subject.user, subject.groups):
+    def propose(self, who: Principal, queue: str, tags: Mapping[str, str], tree: QueueTree) -> str | None:
+        value = tags.get(self.tag_name)
+        if not value or self._filtered(who):
             return None
-        if is_qualified(value):
-            return self._create_check(self._qualified(value, f"tag {self.tag_name!r} value"), tree)
-        name = self._one_level(value, f"tag {self.tag_name!r} value")
-        return self._create_check(self._below_parent(name, subject, tree), tree)
+        if value.startswith(ROOT_PREFIX):
+            return self._created_or_existing(self._qualified(value, "tag value"), tree)
+        level = self._level(value, "tag value")
+        return self._created_or_existing(self._below_parent(level, who, queue, tags, tree), tree)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +153,8 @@ class RecoveryRule(Rule):
 
     kind: ClassVar[str] = "recovery"
 
-    def propose(self, subject: Subject, tree: QueueTree) -> str | None:
-        return RECOVERY_QUEUE if subject.forced else None
+    def propose(self, who: Principal, queue: str, tags: Mapping[str, str], tree: QueueTree) -> str | None:
+        return RECOVERY_QUEUE if go_parse_bool(tags.get(FORCE_TAG, "")) else None
 
 
 RULE_TYPES: dict[str, type[Rule]] = {rule.kind: rule for rule in (ProvidedRule, UserRule, FixedRule, TagRule)}

@@ -1,9 +1,13 @@
 """The live queue tree of one partition: configured queues plus those placements created.
 
 Lookups are by lower-cased full path through one dict (YuniKorn walks the tree level by
-level; the answer is the same because every stored path is lower-case, spec §2.2). The tree
-changes only by `create`, `apply_config` (a reload) and `release`; each change bumps `version`
-so that cached placement decisions can tell they are stale.
+level; the answer is the same because every stored path is lower-case, spec §2.2).
+
+The tree changes by `create`, `apply_config` (a reload) and `release`. After a reload or a
+removal anything decided on the old tree may be stale. A creation only adds queues, and can
+only change a decision that looked for one of them and found nothing — so while `absent` is
+a list, every lookup that finds nothing notes its path there, and a placer can forget just
+the decisions that depended on a path that has since been created.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class QueueNode:
         "parent",
         "path",
         "submit_acl",
+        "submitters",
     )
 
     def __init__(self, name: str, parent: QueueNode | None, *, is_leaf: bool, managed: bool) -> None:
@@ -53,6 +58,8 @@ class QueueNode:
         self.draining = False
         self.submit_acl: ACL = NOBODY
         self.admin_acl: ACL = NOBODY
+        # everyone the submit check admits here: this queue's and its ancestors' ACLs together
+        self.submitters: ACL = NOBODY if parent is None else _inherited(self.path, NOBODY, parent)
         self.children: dict[str, QueueNode] = {}
         self.applications = 0
 
@@ -75,11 +82,18 @@ class QueueTree:
     def __init__(self, root_spec: QueueSpec) -> None:
         self.root = QueueNode(ROOT, None, is_leaf=False, managed=True)
         self.nodes: dict[str, QueueNode] = {ROOT: self.root}
-        self.version = 0
+        self.absent: list[str] | None = None
         self.apply_config(root_spec)
 
     def get(self, path: str) -> QueueNode | None:
-        return self.nodes.get(go_lower(path))
+        node = self.nodes.get(path)
+        if node is None:
+            lowered = go_lower(path)
+            if lowered != path:
+                node = self.nodes.get(lowered)
+            if node is None and self.absent is not None:
+                self.absent.append(lowered)
+        return node
 
     def deepest_existing(self, path: str) -> QueueNode:
         """The queue itself if it exists, else its deepest existing ancestor (at worst root)."""
@@ -89,34 +103,32 @@ class QueueTree:
             node = nodes.get(current)
             if node is not None:
                 return node
+            if self.absent is not None:
+                self.absent.append(current)
             cut = current.rfind(".")
             if cut < 0:
                 return self.root
             current = current[:cut]
 
-    def submit_allowed(self, node: QueueNode, user: str, groups: Sequence[str]) -> bool:
-        """Spec §9.2: the queue's submit or admin ACL, else its parent's, recursively; the
-        recovery queue never passes and ends the walk (YuniKorn checks it at every level)."""
-        current: QueueNode | None = node
-        while current is not None:
-            if current.path == RECOVERY_QUEUE:
-                return False
-            if current.submit_acl.admits(user, groups) or current.admin_acl.admits(user, groups):
-                return True
-            current = current.parent
-        return False
+    @staticmethod
+    def submit_allowed(node: QueueNode, user: str, groups: Sequence[str]) -> bool:
+        """Spec §9.2: the queue's submit or admin ACL, else its parent's, recursively. The walk
+        is precomputed into `submitters`, the union of the ACLs it would look at."""
+        return node.submitters.admits(user, groups)
 
-    def create(self, parent: QueueNode, levels: Sequence[str]) -> QueueNode:
+    def create(self, parent: QueueNode, levels: Sequence[str]) -> list[QueueNode]:
         """Create dynamic queues below `parent`: parents for all levels but the last, a leaf
-        for the last (spec §8.2). Names are stored lower-case."""
+        for the last (spec §8.2). Names are stored lower-case. Returns the new queues, top
+        down (see the module docstring for what a creation can change)."""
+        created = []
         node = parent
         for i, level in enumerate(levels):
-            child = QueueNode(go_lower(level), node, is_leaf=i == len(levels) - 1, managed=False)
-            node.children[child.name] = child
-            self.nodes[child.path] = child
-            node = child
-        self.version += 1
-        return node
+            node = QueueNode(go_lower(level), node, is_leaf=i == len(levels) - 1, managed=False)
+            assert node.parent is not None
+            node.parent.children[node.name] = node
+            self.nodes[node.path] = node
+            created.append(node)
+        return created
 
     def apply_config(self, root_spec: QueueSpec) -> None:
         """Reload (spec §4.7): configured queues are added or updated, a dynamic queue that is
@@ -126,7 +138,7 @@ class QueueTree:
         self.root.is_leaf = False  # the root is always a parent (§2.2)
         self._apply_children(self.root, root_spec.children)
         self._prune(self.root)
-        self.version += 1
+        _refresh_submitters(self.root)
 
     def _apply_children(self, node: QueueNode, specs: tuple[QueueSpec, ...]) -> None:
         configured = set()
@@ -143,17 +155,19 @@ class QueueTree:
             if name not in configured:
                 _mark_for_removal(child)
 
-    def release(self, node: QueueNode) -> None:
+    def release(self, node: QueueNode) -> bool:
         """An application left `node`: drop the queues that are now empty and may go — draining
-        ones, and dynamic ones (YuniKorn's cleanup of unmanaged queues)."""
+        ones, and dynamic ones (YuniKorn's cleanup of unmanaged queues). True if any went."""
         node.applications -= 1
+        removed = False
         current: QueueNode | None = node
         while current is not None and current.parent is not None and self._removable(current):
             parent = current.parent
             del parent.children[current.name]
             del self.nodes[current.path]
-            self.version += 1
+            removed = True
             current = parent
+        return removed
 
     @staticmethod
     def _removable(node: QueueNode) -> bool:
@@ -169,6 +183,20 @@ class QueueTree:
 
     def __iter__(self) -> Iterator[QueueNode]:
         return iter(self.nodes.values())
+
+
+def _inherited(path: str, own: ACL, parent: QueueNode | None) -> ACL:
+    # YuniKorn walks up from the queue: submit or admin ACL, else the parent's. The recovery
+    # queue answers no and stops the walk, so below it only the queues' own ACLs count.
+    if path == RECOVERY_QUEUE:
+        return NOBODY
+    return own if parent is None else own.union(parent.submitters)
+
+
+def _refresh_submitters(node: QueueNode) -> None:
+    node.submitters = _inherited(node.path, node.submit_acl.union(node.admin_acl), node.parent)
+    for child in node.children.values():
+        _refresh_submitters(child)
 
 
 def _mark_for_removal(node: QueueNode) -> None:

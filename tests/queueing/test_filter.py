@@ -12,7 +12,8 @@ from tests.queueing.helpers import app, config, partition, placer
 
 
 def admits(filter_config: dict[str, Any], user: str, groups: list[str]) -> bool:
-    return build_filter(FilterConfig.model_validate(filter_config)).admits(user, groups)
+    built = build_filter(FilterConfig.model_validate(filter_config))
+    return True if built is None else built.admits(user, groups)
 
 
 # spec §6.2's table: (filter, bob in [ops] passes, carol in [dev] passes)
@@ -35,6 +36,8 @@ def test_spec_filter_table(conf: dict[str, Any], bob: bool, carol: bool) -> None
 def test_empty_filter_allows_everybody() -> None:
     assert admits({}, "anyone", [])
     assert admits({"type": "allow", "users": [], "groups": []}, "anyone", [])
+    # nothing to check at all: the rule carries no filter
+    assert build_filter(FilterConfig.model_validate({"type": "ALLOW"})) is None
 
 
 def test_deny_in_capitals_validates_but_acts_as_allow() -> None:

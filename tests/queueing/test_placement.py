@@ -389,3 +389,40 @@ def test_memoised_and_fresh_decisions_agree_on_a_sequence() -> None:
         for i in range(40)
     ]
     assert [a.place(x) for x in apps] == [b.place(x) for x in apps]
+
+
+# -- remembered decisions must follow the tree -------------------------------------------------
+
+
+def test_a_queue_created_by_a_later_rule_is_seen_by_an_earlier_rule_next_time() -> None:
+    # the first time `provided` (no create) finds no root.ann and the user rule creates it;
+    # the same submission again must now be placed by `provided`
+    p = placer(config(partition(rules=[{"name": "provided"}, {"name": "user", "create": True}])))
+    first = p.place(app("ann", queue="ann", app_id="1"))
+    again = p.place(app("ann", queue="ann", app_id="2"))
+    assert (first.rule, first.created) == ("user", True)
+    assert (again.queue, again.rule, again.rule_index, again.created) == ("root.ann", "provided", 0, False)
+
+
+def test_a_queue_removed_on_release_is_created_again() -> None:
+    p = placer(config(partition(rules=[{"name": "provided", "create": True}])))
+    assert p.place(app(queue="root.a", app_id="1")).created
+    p.release("1")
+    again = p.place(app(queue="root.a", app_id="2"))
+    assert (again.queue, again.created) == ("root.a", True)
+    assert p.queues()["root.a"].applications == 1
+
+
+def test_a_remembered_decision_to_create_a_queue_is_dropped_when_the_queue_appears_as_a_parent() -> None:
+    rules = [
+        {"name": "provided", "create": True},
+        {"name": "fixed", "value": "root.fallback", "create": True},
+    ]
+    p = placer(config(partition(rules=rules)))
+    p.place(app(queue="root.first", app_id="1"))
+    # decided (create root.t) but refused as a duplicate ID: the decision is remembered unused
+    assert p.place(app(queue="root.t", app_id="1")).reason == "duplicate-application"
+    # another application creates root.t.x, so root.t now exists as a parent
+    assert p.place(app(queue="root.t.x", app_id="2")).created
+    # the same submission as before must skip the parent and fall to the next rule
+    assert p.place(app(queue="root.t", app_id="3")).queue == "root.fallback"

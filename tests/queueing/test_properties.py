@@ -26,7 +26,7 @@ QUEUES = ["", "a", "root.a", "team", "root.team.x", "b.c", "root.default", "bad 
 NAMESPACES = ["a", "team", "x.y", "root.team", "Default"]
 
 PROFILE = settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
 )
 
 
@@ -130,6 +130,38 @@ def test_memoised_decisions_equal_fresh_ones(cfg: dict[str, Any], apps: list[App
     memo, fresh = QueuePlacer(parsed), QueuePlacer(parsed, memoize=False)
     assert [memo.place(a) for a in apps] == [fresh.place(a) for a in apps]
     assert memo.queues() == fresh.queues()
+
+
+@PROFILE
+@given(
+    configs(),
+    configs(),
+    st.lists(
+        st.tuples(st.sampled_from(["place", "place", "place", "release", "reload"]), applications()),
+        max_size=25,
+    ),
+)
+def test_memoised_decisions_stay_right_across_releases_and_reloads(
+    cfg: dict[str, Any], other: dict[str, Any], steps: list[tuple[str, ApplicationSubmission]]
+) -> None:
+    # remembered decisions must be forgotten when queues go away or the config changes
+    configs_ = [valid(cfg), valid(other)]
+    memo, fresh = QueuePlacer(configs_[0]), QueuePlacer(configs_[0], memoize=False)
+    placed: list[str] = []
+    for i, (op, application) in enumerate(steps):
+        if op == "release" and placed:
+            app_id = placed.pop(0)
+            assert memo.release(app_id) == fresh.release(app_id)
+        elif op == "reload":
+            memo.reload(configs_[i % 2])
+            fresh.reload(configs_[i % 2])
+        else:
+            application = application.model_copy(update={"application_id": f"app-{i}"})
+            outcome = memo.place(application)
+            assert outcome == fresh.place(application)
+            if not outcome.rejected:
+                placed.append(outcome.application_id)
+        assert memo.queues() == fresh.queues()
 
 
 @PROFILE
