@@ -212,8 +212,11 @@ def _vector_result(vector: Any) -> dict[str, Any]:
         config = parse_config(vector.get("config"))
     except ConfigError:
         return {**result, "config_error": True}
+    app = vector.get("app")
+    if isinstance(app, dict) and "applicationID" not in app:
+        app = {**app, "applicationID": "vector"}  # alone in its placer, the ID cannot matter
     try:
-        application = _application(vector.get("app"), "app")
+        application = _application(app, "app")
     except InputError:
         return {**result, "rejected": True}
     outcome: PlacementOutcome = QueuePlacer(config).place(application)

@@ -92,11 +92,6 @@ def replace_dots(name: str) -> str:
     return name.replace(".", DOT_REPLACEMENT)
 
 
-def is_qualified(name: str) -> bool:
-    """Spec §7.1: `root.` exactly, with the dot, case-sensitive (`ROOT.dev` is not qualified)."""
-    return name.startswith(ROOT_PREFIX)
-
-
 def invalid_levels(path: str) -> list[str]:
     """The dot-separated parts of a path that are not valid queue names (empty parts included)."""
     return [part for part in path.split(".") if not is_queue_name(part)]

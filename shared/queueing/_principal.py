@@ -33,7 +33,8 @@ class Principal:
         return hit
 
     def may_submit(self, node: QueueNode) -> bool:
-        """Spec §9.2, the submit check on `node` (see `QueueNode.submitters`)."""
+        """Spec §9.2: the queue's submit or admin ACL admits, else its parent's, recursively —
+        a walk precomputed into `QueueNode.submitters`, the union of the ACLs it would ask."""
         return node.submitters.admits(self.user, self.groups)
 
 

@@ -91,7 +91,8 @@ class ProvidedRule(Rule):
         if not queue or self._filtered(who):
             return None
         if queue.startswith(ROOT_PREFIX):
-            # qualified: taken as is, the parent rule is not run
+            # qualified (`root.`, case-sensitive: `ROOT.dev` is not, §7.1): taken as is, the
+            # parent rule is not run
             return self._created_or_existing(self._qualified(queue, "requested queue"), tree)
         level = self._level(queue, "requested queue")
         return self._created_or_existing(self._below_parent(level, who, queue, tags, tree), tree)

@@ -110,12 +110,6 @@ class QueueTree:
                 return self.root
             current = current[:cut]
 
-    @staticmethod
-    def submit_allowed(node: QueueNode, user: str, groups: Sequence[str]) -> bool:
-        """Spec §9.2: the queue's submit or admin ACL, else its parent's, recursively. The walk
-        is precomputed into `submitters`, the union of the ACLs it would look at."""
-        return node.submitters.admits(user, groups)
-
     def create(self, parent: QueueNode, levels: Sequence[str]) -> list[QueueNode]:
         """Create dynamic queues below `parent`: parents for all levels but the last, a leaf
         for the last (spec §8.2). Names are stored lower-case. Returns the new queues, top

@@ -201,6 +201,7 @@ def test_vectors_survive_invalid_apps_and_configs(tmp_path: Path) -> None:
         {"name": "ok", "config": good, "app": application("1", "ann"), "expect": {"queue": "root.ann"}},
         {"name": "bad app", "config": good, "app": {"applicationID": 5}, "expect": {"rejected": True}},
         {"name": "no app", "config": good, "expect": {"rejected": True}},
+        {"name": "no ID", "config": good, "app": {"user": "bo"}, "expect": {"queue": "root.bo"}},
         {
             "name": "bad config",
             "config": {"partitions": [{"queues": None}]},
@@ -223,6 +224,7 @@ def test_vectors_survive_invalid_apps_and_configs(tmp_path: Path) -> None:
         {"name": "ok", "queue": "root.ann"},
         {"name": "bad app", "rejected": True},
         {"name": "no app", "rejected": True},
+        {"name": "no ID", "queue": "root.bo"},
         {"name": "bad config", "config_error": True},
         {"name": "config not a mapping", "config_error": True},
         {"name": None, "rejected": True},

@@ -26,7 +26,7 @@ QUEUES = ["", "a", "root.a", "team", "root.team.x", "b.c", "root.default", "bad 
 NAMESPACES = ["a", "team", "x.y", "root.team", "Default"]
 
 PROFILE = settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow]
 )
 
 
