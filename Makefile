@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint typecheck unit demo bench bench-engine bench-queues bench-e2e bench-audit clean
+.PHONY: test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,6 +23,18 @@ unit: $(STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# Fault injection on real processes (tests/faults): every scenario, figures as JSON lines.
+faults: $(STAMP)
+	$(BIN)/pytest -m faults -s -p no:cacheprovider tests/faults
+
+# 100,000 hostile records into a scheduler worker (tests/fuzz), figures as a JSON line.
+fuzz: $(STAMP)
+	$(BIN)/pytest -m slow -s -p no:cacheprovider tests/fuzz
+
+# 1,000,000 cluster updates at 5,000 clusters and 5,000 placements (tests/load); JSON lines.
+load: $(STAMP)
+	$(BIN)/python -m tests.load.scheduler
 
 demo: $(STAMP)
 	$(BIN)/fleetplace demo
