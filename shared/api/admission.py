@@ -221,10 +221,12 @@ def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def admit(raw: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     """The defaulted object, or AdmissionError with every problem the API server would report."""
-    doc = copy.deepcopy(dict(raw))
-    if doc.get("kind") == "Placement":
+    kind = raw.get("kind")
+    # only Placements and sets get defaults; other kinds are validated without copying
+    doc = copy.deepcopy(dict(raw)) if kind in ("Placement", "ManagedClusterSet") else dict(raw)
+    if kind == "Placement":
         _default_placement(doc)
-    elif doc.get("kind") == "ManagedClusterSet":
+    elif kind == "ManagedClusterSet":
         _default_set(doc)
     problems = _validate(doc)
     if problems:

@@ -13,7 +13,15 @@ import numpy as np
 from shared.api.ocm import DISABLE_ANNOTATION, Placement
 from shared.placement.conditions import Condition, misconfigured_condition, satisfied_condition
 from shared.placement.fleet import Fleet, SetSelectorError
-from shared.placement.framework import SUCCESS, Code, Filter, IntArray, ScheduleContext, Status
+from shared.placement.framework import (
+    SUCCESS,
+    Code,
+    Filter,
+    IntArray,
+    ScheduleContext,
+    ScoreResult,
+    Status,
+)
 from shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
 from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from shared.placement.plugins.predicate import PredicateFilter
@@ -162,6 +170,25 @@ def _top(keys: IntArray, n: int | None) -> IntArray:
     return part[np.argsort(keys[part])].astype(np.int64)
 
 
+def _score(w: Weighted, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
+    """Run a prioritizer; results that do not depend on the placement (resources, AddOn scores)
+    are shared by every placement with the same post-filter clusters until the fleet changes."""
+    if not getattr(w.prioritizer, "placement_independent", False):
+        return w.prioritizer.score(ctx, slots)
+    fleet = ctx.fleet
+    key = ("shared-score", w.prioritizer.name, id(slots))
+    stamp = (fleet.version, fleet.score_version, ctx.now_ts)
+    hit = fleet.cache.get(key)
+    if hit is not None and hit[0] is slots and hit[1] == stamp:
+        result: ScoreResult = hit[2]
+        return result
+    result = w.prioritizer.score(ctx, slots)
+    if len(fleet.cache) > 4096:
+        fleet.cache.clear()
+    fleet.cache[key] = (slots, stamp, result)
+    return result
+
+
 def _weights(placement: Placement, fleet: Fleet, options: EngineOptions) -> list[Weighted]:
     """Resolved once per Placement object (the prioritizers are stateless)."""
     key = ("weights", placement.key, options)
@@ -230,7 +257,7 @@ def schedule(
     prioritizer_rows: list[tuple[str, int, Any, Any]] = []
     if not status.aborts:
         for w in weighted:
-            r = w.prioritizer.score(ctx, slots)
+            r = _score(w, ctx, slots)
             if r.status.aborts:
                 status = r.status
                 slots, totals, prioritizer_rows = empty, np.zeros(0, dtype=np.int64), []

@@ -8,6 +8,8 @@ from shared.placement.framework import Code, IntArray, ScheduleContext, ScoreRes
 
 
 class AddOnScore:
+    placement_independent = True  # the same scores for every placement with these clusters
+
     def __init__(self, resource: str, score_name: str) -> None:
         self.resource = resource
         self.score_name = score_name

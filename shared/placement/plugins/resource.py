@@ -8,6 +8,8 @@ from shared.placement.framework import IntArray, ScheduleContext, ScoreResult
 
 
 class ResourceAllocatable:
+    placement_independent = True  # the same scores for every placement with these clusters
+
     def __init__(self, resource: str) -> None:
         self.resource = resource
         self.name = "ResourceAllocatableCPU" if resource == "cpu" else "ResourceAllocatableMemory"
