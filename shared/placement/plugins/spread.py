@@ -98,38 +98,52 @@ def _codes(fleet: Fleet, term: SpreadTerm) -> tuple[npt.NDArray[np.int64], list[
     return codes, names
 
 
+def _layout(
+    fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]
+) -> tuple[list[IntArray], list[int], list[list[int]], IntArray, dict[int, tuple[int, ...]]]:
+    """Domains of the feasible clusters per term and their domain tuples ("combos"): the same
+    for every placement with these clusters and terms, so computed once per fleet version."""
+    key = ("spread-layout", id(slots), tuple(terms))
+    hit = fleet.cache.get(key)
+    if hit is not None and hit[0] is slots and hit[1] == fleet.version:
+        layout: tuple[list[IntArray], list[int], list[list[int]], IntArray, dict[int, tuple[int, ...]]] = hit[
+            2
+        ]
+        return layout
+    per_term = [_codes(fleet, t)[0][slots] for t in terms]
+    ncodes = [len(_codes(fleet, t)[1]) for t in terms]
+    domains = [
+        np.flatnonzero(np.bincount(c + 1, minlength=k + 1)[1:]).tolist()
+        for c, k in zip(per_term, ncodes, strict=True)
+    ]
+    combo = np.zeros(len(slots), dtype=np.int64)
+    for c, k in zip(per_term, ncodes, strict=True):
+        combo = combo * (k + 1) + (c + 1)
+    uniq, first = np.unique(combo, return_index=True)
+    combo_domains = {
+        int(g): tuple(int(c[i]) for c in per_term) for g, i in zip(uniq.tolist(), first.tolist(), strict=True)
+    }
+    layout = (per_term, ncodes, domains, combo, combo_domains)
+    fleet.cache[key] = (slots, fleet.version, layout)
+    return layout
+
+
 def spread_select(
     fleet: Fleet, slots: IntArray, keys: IntArray, n: int, terms: Sequence[SpreadTerm]
 ) -> SpreadOutcome:
     if n <= 0 or len(slots) == 0:
         return SpreadOutcome([])
-    per_term = [_codes(fleet, t)[0][slots] for t in terms]
-    ncodes = [len(_codes(fleet, t)[1]) for t in terms]
+    per_term, ncodes, domains, combo, combo_domains = _layout(fleet, slots, terms)
     # counts[t][code]; the domains of a term are the values present among the feasible clusters
     counts = [[0] * max(k, 1) for k in ncodes]
-    domains = [
-        np.flatnonzero(np.bincount(c + 1, minlength=k + 1)[1:]).tolist()
-        for c, k in zip(per_term, ncodes, strict=True)
-    ]
-    # group by domain tuple, each group in rank order: one lexsort (domain tuple, then rank key)
-    combo = np.zeros(len(slots), dtype=np.int64)
-    for c, k in zip(per_term, ncodes, strict=True):
-        combo = combo * (k + 1) + (c + 1)
-    grouped = np.lexsort((keys, combo))
-    sorted_combo = combo[grouped]
-    bounds = np.flatnonzero(np.diff(sorted_combo)) + 1
-    starts = [0, *bounds.tolist()]
-    ends = [*bounds.tolist(), len(slots)]
-    group_members: list[list[int]] = []  # indices into slots, best first; at most n needed
-    group_domains: list[tuple[int, ...]] = []
-    for start, end in zip(starts, ends, strict=True):
-        if start == end:
-            continue
-        members = grouped[start : min(end, start + n)].tolist()
-        group_members.append(members)
-        group_domains.append(tuple(int(c[members[0]]) for c in per_term))
-    rank = keys.tolist()
-    heads = [0] * len(group_members)
+    # rank order once; a group's head is its first not-yet-taken position in that order, so
+    # comparing heads is comparing positions, and the next head is found only when needed
+    order = np.argsort(keys)
+    ranked_combo = combo[order]
+    uniq, first = np.unique(ranked_combo, return_index=True)
+    group_combo = uniq.tolist()
+    group_domains = [combo_domains[g] for g in group_combo]
+    head = first.tolist()  # per group: position in rank order of its best remaining cluster
     hard = [i for i, t in enumerate(terms) if t.hard]
     soft = [i for i, t in enumerate(terms) if not t.hard]
     skews = [t.max_skew for t in terms]
@@ -150,7 +164,7 @@ def spread_select(
             ok[d] = here + 1 - after_min <= skews[ti]
         return ok
 
-    live = list(range(len(group_members)))
+    live = list(range(len(group_combo)))
     while len(outcome.chosen) < n and live:
         oks = [admissible_values(ti) for ti in range(len(terms))]
 
@@ -168,7 +182,7 @@ def spread_select(
 
         admissible = [gi for gi in live if fits(gi, hard)]
         if not admissible:
-            best = min(live, key=lambda gi: rank[group_members[gi][heads[gi]]])
+            best = min(live, key=lambda gi: head[gi])
             outcome.blocked_by = next(terms[ti] for ti in hard if not fits(best, [ti]))
             break
         pick = -1
@@ -176,16 +190,18 @@ def spread_select(
             active = soft[:keep]
             best_pos = 0
             for gi in admissible:
-                pos = rank[group_members[gi][heads[gi]]]
+                pos = head[gi]
                 if (pick < 0 or pos < best_pos) and fits(gi, active):
                     pick, best_pos = gi, pos
             if pick >= 0:
                 break
-        chosen = group_members[pick][heads[pick]]
-        heads[pick] += 1
-        if heads[pick] == len(group_members[pick]):
+        pos = head[pick]
+        outcome.chosen.append(int(order[pos]))
+        rest = np.flatnonzero(ranked_combo[pos + 1 :] == group_combo[pick])
+        if len(rest):
+            head[pick] = pos + 1 + int(rest[0])
+        else:
             live.remove(pick)
-        outcome.chosen.append(chosen)
         for ti, value in enumerate(group_domains[pick]):
             if value >= 0:
                 counts[ti][value] += 1
