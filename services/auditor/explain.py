@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from services.auditor.audit import Auditor, differing, expected_of, recompute
+from services.auditor.audit import differing, expected_of, recompute
 from services.auditor.history import DecisionRecord, History
 from services.auditor.replay import SourceReplay
+from services.auditor.walk import Auditor
 from services.commands.simulate import result_json
 from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from shared.placement.options import DEFAULT_OPTIONS, EngineOptions

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from services.auditor.batches import DecisionBatch
 
 if TYPE_CHECKING:
-    from services.auditor.audit import Auditor, AuditReport, Checker, Progress
+    from services.auditor.audit import AuditReport, Checker
+    from services.auditor.walk import Auditor, Progress
 
 # Below this many diffs the fork costs more than it saves.
 MIN_DIFFS = 2_000

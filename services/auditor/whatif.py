@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from services.auditor.audit import Auditor, AuditReport
+from services.auditor.audit import AuditReport
 from services.auditor.batches import DecisionBatch
 from services.auditor.history import DecisionRecord, History
 from services.auditor.replay import SourceReplay
+from services.auditor.walk import Auditor
 from shared.api.ocm import Placement
 from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
