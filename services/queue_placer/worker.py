@@ -216,7 +216,7 @@ class QueueWorker:
             if not records:
                 continue
             now = datetime.now(UTC)
-            inputs = reader.watermark.inputs([self.topics.queue_configs])
+            inputs = reader.watermark.inputs([self.topics.queue_configs, self.topics.app_placements])
             outgoing: list[OutgoingRecord] = []
             offsets: dict[TopicPartition, int] = {}
             for record in records:
