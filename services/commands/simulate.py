@@ -105,6 +105,15 @@ def scenarios_of(text: str, where: str, admission: bool = False) -> Iterator[Sce
         yield e
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start}): {e.reason}") from None
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}") from None
+
+
 def _paths(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
     for p in paths:
         if p == "-":
@@ -114,9 +123,9 @@ def _paths(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
         if path.is_dir():
             for child in sorted(path.iterdir()):
                 if child.suffix in (".json", ".yaml", ".yml") and child.is_file():
-                    yield str(child), child.read_text()
+                    yield str(child), _read(child)
         elif path.is_file():
-            yield p, path.read_text()
+            yield p, _read(path)
         else:
             raise InputError(f"{p}: no such file or directory")
 

@@ -95,6 +95,9 @@ def documents_of(text: str, where: str) -> Iterator[tuple[str, Any]]:
                 docs = [d for d in yaml.safe_load_all(text) if d is not None]
         else:
             docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except RecursionError:
+        # PyYAML recurses once per nesting level: a hostile document must not end in a traceback
+        raise ObjectError(where, "file", [("", "the document nests too deeply to be read")]) from None
     except yaml.YAMLError as e:
         raise ObjectError(where, "file", [("", f"not valid YAML or JSON: {e}")]) from None
     index = 0

@@ -125,6 +125,9 @@ def _parse_text(text: str, name: str) -> list[Any]:
         raise PublishInputError(
             f"{name}: not valid JSON, JSON Lines or YAML: {json_error}as YAML: {exc}"
         ) from None
+    except RecursionError:
+        # PyYAML recurses once per nesting level: a hostile document must not end in a traceback
+        raise PublishInputError(f"{name}: the document nests too deeply to be read") from None
 
 
 def documents(text: str, name: str) -> Iterator[Document]:
@@ -182,6 +185,8 @@ def _queue_config_records(doc: Document) -> list[PlannedRecord]:
             body = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise PublishInputError(f"{doc.where}: data.queues.yaml is not valid YAML: {exc}") from None
+        except RecursionError:
+            raise PublishInputError(f"{doc.where}: data.queues.yaml nests too deeply to be read") from None
     if not isinstance(body, Mapping):
         raise PublishInputError(f"{doc.where}: a YuniKorn config must be an object")
     if "partitions" in body:
