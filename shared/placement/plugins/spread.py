@@ -98,18 +98,21 @@ def _codes(fleet: Fleet, term: SpreadTerm) -> tuple[npt.NDArray[np.int64], list[
     return codes, names
 
 
-def _layout(
-    fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]
-) -> tuple[list[IntArray], list[int], list[list[int]], IntArray, dict[int, tuple[int, ...]]]:
-    """Domains of the feasible clusters per term and their domain tuples ("combos"): the same
-    for every placement with these clusters and terms, so computed once per fleet version."""
+Layout = tuple[list[IntArray], list[int], list[list[int]], list[IntArray], list[tuple[int, ...]]]
+
+
+_TAKEN = np.iinfo(np.int64).max
+
+
+def _layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]) -> Layout:
+    """Per term, each feasible cluster's domain and the term's domains; the clusters grouped by
+    their tuple of domains. The same for every placement with these clusters and terms, so
+    computed once per fleet version."""
     key = ("spread-layout", id(slots), tuple(terms))
     hit = fleet.cache.get(key)
     if hit is not None and hit[0] is slots and hit[1] == fleet.version:
-        layout: tuple[list[IntArray], list[int], list[list[int]], IntArray, dict[int, tuple[int, ...]]] = hit[
-            2
-        ]
-        return layout
+        cached: Layout = hit[2]
+        return cached
     per_term = [_codes(fleet, t)[0][slots] for t in terms]
     ncodes = [len(_codes(fleet, t)[1]) for t in terms]
     domains = [
@@ -119,11 +122,11 @@ def _layout(
     combo = np.zeros(len(slots), dtype=np.int64)
     for c, k in zip(per_term, ncodes, strict=True):
         combo = combo * (k + 1) + (c + 1)
-    uniq, first = np.unique(combo, return_index=True)
-    combo_domains = {
-        int(g): tuple(int(c[i]) for c in per_term) for g, i in zip(uniq.tolist(), first.tolist(), strict=True)
-    }
-    layout = (per_term, ncodes, domains, combo, combo_domains)
+    grouped = np.argsort(combo, kind="stable").astype(np.int64)
+    bounds = np.flatnonzero(np.diff(combo[grouped])) + 1
+    members: list[IntArray] = list(np.split(grouped, bounds)) if len(grouped) else []
+    group_domains = [tuple(int(c[m[0]]) for c in per_term) for m in members]
+    layout: Layout = (per_term, ncodes, domains, members, group_domains)
     fleet.cache[key] = (slots, fleet.version, layout)
     return layout
 
@@ -133,17 +136,15 @@ def spread_select(
 ) -> SpreadOutcome:
     if n <= 0 or len(slots) == 0:
         return SpreadOutcome([])
-    per_term, ncodes, domains, combo, combo_domains = _layout(fleet, slots, terms)
+    per_term, ncodes, domains, members, group_domains = _layout(fleet, slots, terms)
     # counts[t][code]; the domains of a term are the values present among the feasible clusters
     counts = [[0] * max(k, 1) for k in ncodes]
-    # rank order once; a group's head is its first not-yet-taken position in that order, so
-    # comparing heads is comparing positions, and the next head is found only when needed
-    order = np.argsort(keys)
-    ranked_combo = combo[order]
-    uniq, first = np.unique(ranked_combo, return_index=True)
-    group_combo = uniq.tolist()
-    group_domains = [combo_domains[g] for g in group_combo]
-    head = first.tolist()  # per group: position in rank order of its best remaining cluster
+    # each group's best remaining cluster: an argmin over the group's rank keys (taken ones are
+    # set to the maximum), so no global sort is needed
+    group_keys = [keys[m] for m in members]
+    head = [int(np.argmin(k)) for k in group_keys]
+    head_key = [int(k[h]) for k, h in zip(group_keys, head, strict=True)]
+    left = [len(m) for m in members]
     hard = [i for i, t in enumerate(terms) if t.hard]
     soft = [i for i, t in enumerate(terms) if not t.hard]
     skews = [t.max_skew for t in terms]
@@ -164,7 +165,7 @@ def spread_select(
             ok[d] = here + 1 - after_min <= skews[ti]
         return ok
 
-    live = list(range(len(group_combo)))
+    live = list(range(len(members)))
     while len(outcome.chosen) < n and live:
         oks = [admissible_values(ti) for ti in range(len(terms))]
 
@@ -182,7 +183,7 @@ def spread_select(
 
         admissible = [gi for gi in live if fits(gi, hard)]
         if not admissible:
-            best = min(live, key=lambda gi: head[gi])
+            best = min(live, key=lambda gi: head_key[gi])
             outcome.blocked_by = next(terms[ti] for ti in hard if not fits(best, [ti]))
             break
         pick = -1
@@ -190,16 +191,18 @@ def spread_select(
             active = soft[:keep]
             best_pos = 0
             for gi in admissible:
-                pos = head[gi]
+                pos = head_key[gi]
                 if (pick < 0 or pos < best_pos) and fits(gi, active):
                     pick, best_pos = gi, pos
             if pick >= 0:
                 break
-        pos = head[pick]
-        outcome.chosen.append(int(order[pos]))
-        rest = np.flatnonzero(ranked_combo[pos + 1 :] == group_combo[pick])
-        if len(rest):
-            head[pick] = pos + 1 + int(rest[0])
+        gk = group_keys[pick]
+        outcome.chosen.append(int(members[pick][head[pick]]))
+        left[pick] -= 1
+        if left[pick]:
+            gk[head[pick]] = _TAKEN
+            head[pick] = int(np.argmin(gk))
+            head_key[pick] = int(gk[head[pick]])
         else:
             live.remove(pick)
         for ti, value in enumerate(group_domains[pick]):
