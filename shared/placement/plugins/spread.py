@@ -150,26 +150,22 @@ def spread_select(
     skews = [t.max_skew for t in terms]
     outcome = SpreadOutcome([])
 
-    def admissible_values(ti: int) -> list[bool]:
-        """Per domain code: does adding one cluster there keep the term's skew (spec: docs)?"""
+    def threshold(ti: int) -> int:
+        """Adding to domain d keeps the term's skew iff count(d) < min count + maxSkew.
+
+        (With m the minimum: if d is the only domain at m, the minimum after adding is m + 1 and
+        the skew 0; otherwise it is count(d) + 1 - m. Both are within maxSkew >= 1 exactly when
+        count(d) < m + maxSkew.) No domain: nothing is admissible.
+        """
         cnt = counts[ti]
-        present = [cnt[d] for d in domains[ti]]
-        ok = [False] * len(cnt)
-        if not present:
-            return ok
-        m = min(present)
-        alone = present.count(m) == 1
-        for d in domains[ti]:
-            here = cnt[d]
-            after_min = m + 1 if here == m and alone else m
-            ok[d] = here + 1 - after_min <= skews[ti]
-        return ok
+        present = domains[ti]
+        return min([cnt[d] for d in present]) + skews[ti] if present else -1
 
     live = list(range(len(members)))
     while len(outcome.chosen) < n and live:
-        oks = [admissible_values(ti) for ti in range(len(terms))]
+        limits = [threshold(ti) for ti in range(len(terms))]
 
-        def fits(gi: int, active: Sequence[int], oks: list[list[bool]] = oks) -> bool:
+        def fits(gi: int, active: Sequence[int], limits: list[int] = limits) -> bool:
             dom = group_domains[gi]
             for ti in active:
                 v = dom[ti]
@@ -177,7 +173,7 @@ def spread_select(
                     if terms[ti].hard:
                         return False
                     continue  # no key: neutral for a ScheduleAnyway term
-                if not oks[ti][v]:
+                if counts[ti][v] >= limits[ti]:
                     return False
             return True
 
@@ -209,12 +205,12 @@ def spread_select(
             if value >= 0:
                 counts[ti][value] += 1
 
-    final = [admissible_values(ti) for ti in range(len(terms))]
+    final = [threshold(ti) for ti in range(len(terms))]
 
     def term_ok(ti: int, value: int) -> bool:
         if value < 0:
             return not terms[ti].hard
-        return final[ti][value]
+        return counts[ti][value] < final[ti]
 
     outcome.explainer = (terms, hard + soft, term_ok, (slots, per_term))
     return outcome
