@@ -55,6 +55,11 @@ EVALUATION_SLICE = 500
 # What a dead letter keeps of the original (base64 makes it 4/3 larger): well under 1 MiB in all.
 DEADLETTER_VALUE_BYTES = 256 * 1024
 DEADLETTER_KEY_BYTES = 16 * 1024
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_INTERVAL_MS = 1000
+# An event loop that stood still this long may have missed enough heartbeats to be expelled from
+# the group (the last heartbeat can precede the standstill by one interval): assume it was.
+STALL_S = (SESSION_TIMEOUT_MS - HEARTBEAT_INTERVAL_MS) / 1000 - 0.5
 
 
 class _Metrics:
@@ -83,6 +88,11 @@ class _Metrics:
         )
         self.owned = Gauge(
             "fleetplace_placements_owned", "Placements owned by this instance", registry=registry
+        )
+        self.stalls = Counter(
+            "fleetplace_stalls_total",
+            "Times the event loop stood still long enough to lose the group (then it rejoins)",
+            registry=registry,
         )
 
 
@@ -148,6 +158,8 @@ class SchedulerWorker:
         self._owned_stale = True
         self._ready = False
         self._inflight: list[asyncio.Task[Any]] = []
+        self._alive_at = time.monotonic()
+        self._stalled = False
         self.http: HttpServer | None = None
         self.published = 0
 
@@ -180,7 +192,34 @@ class SchedulerWorker:
         self._need_catchup = True
         self._placements_caught_up = False
         self._owned_stale = True
+        self._stalled = False  # the group has spoken: what we own now is ours
         log.info("partitions assigned", partitions=sorted(p for _, p in assigned))
+
+    def _check_stall(self, group: Any) -> bool:
+        """True from a standstill of the event loop longer than STALL_S until the next assignment.
+
+        While the loop stood still (SIGSTOP, a VM freeze, a long synchronous step) the group may
+        have expelled this instance and given its partitions to another, which then publishes the
+        same placements' next seq. Kafka cannot fence a plain producer, so the instance publishes
+        nothing more until it has rejoined and been assigned partitions again (`_assign`).
+        """
+        now = time.monotonic()
+        gap, self._alive_at = now - self._alive_at, now
+        if gap > STALL_S and not self._stalled:
+            self._stalled = True
+            self.metrics.stalls.inc()
+            log.warning(
+                "event loop stood still; rejoining the group before publishing", seconds=round(gap, 1)
+            )
+            coordinator = getattr(group, "_coordinator", None)  # aiokafka's; the public API has no rejoin
+            if coordinator is not None:
+                coordinator.request_rejoin()
+        return self._stalled
+
+    async def _watch_stalls(self, group: Any) -> None:
+        while True:
+            self._check_stall(group)
+            await asyncio.sleep(0.25)
 
     # ---- lifecycle ------------------------------------------------------------------------
     def stop(self) -> None:
@@ -204,8 +243,8 @@ class SchedulerWorker:
             group = make_consumer(
                 kafka,
                 group_id=self.settings.scheduler_group_id,
-                session_timeout_ms=6000,
-                heartbeat_interval_ms=1000,
+                session_timeout_ms=SESSION_TIMEOUT_MS,
+                heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
                 max_poll_records=20_000,
             )
             await start_client(group)
@@ -236,6 +275,7 @@ class SchedulerWorker:
         # waiting for both would hold a cluster change until the placements poll times out.
         reader_poll: asyncio.Task[Batch] | None = None
         group_poll: asyncio.Task[list[Record]] | None = None
+        watchdog = asyncio.create_task(self._watch_stalls(group))
         try:
             while not self._stop.is_set():
                 if reader_poll is None:
@@ -243,6 +283,7 @@ class SchedulerWorker:
                 if group_poll is None:
                     group_poll = asyncio.create_task(poll(group, timeout_ms=100, max_records=20_000))
                 done, _ = await asyncio.wait((reader_poll, group_poll), return_when=asyncio.FIRST_COMPLETED)
+                stalled = self._check_stall(group)
                 outgoing: list[OutgoingRecord] = []
                 if reader_poll in done:
                     batch = reader_poll.result()
@@ -270,7 +311,7 @@ class SchedulerWorker:
                     if self._placements_caught_up:
                         self.processor.mark_all("startup")
                 now = self.clock.now()
-                if self._need_catchup or not self._placements_caught_up or now is None:
+                if stalled or self._need_catchup or not self._placements_caught_up or now is None:
                     if outgoing:
                         await send_all(self.producer, outgoing)
                     continue
@@ -280,7 +321,7 @@ class SchedulerWorker:
                     self._owned_stale = False
                     self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
         finally:
-            for task in (reader_poll, group_poll):
+            for task in (reader_poll, group_poll, watchdog):
                 if task is not None:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
@@ -362,7 +403,12 @@ class SchedulerWorker:
         sends = [asyncio.create_task(send_all(self.producer, outgoing))] if outgoing else []
         self._inflight = sends
         try:
-            while self.processor.dirty and not self._need_catchup and self._placements_caught_up:
+            while (
+                self.processor.dirty
+                and not self._need_catchup
+                and self._placements_caught_up
+                and not self._check_stall(self._group)
+            ):
                 t0 = time.perf_counter()
                 n = min(len(self.processor.dirty), EVALUATION_SLICE)
                 diffs = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)

@@ -1,0 +1,98 @@
+"""A worker whose event loop stood still longer than the group can tolerate (SIGSTOP, a VM freeze, a
+long blocking evaluation) may have been expelled while it stood: another instance may own its
+placements now. It must not publish what it evaluates next until the group has assigned it
+partitions again. Without this guard the fault suite's paused-worker scenario published the same
+seq twice with different decisions (two writers for one placement)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+import services.scheduler.worker as worker_module
+from services.scheduler.worker import SchedulerWorker
+from shared.bus.kafka import Batch, Watermark
+from shared.bus.records import Record
+from shared.settings import KafkaSettings, Settings
+from tests.fuzz import hostile as H
+
+PREFIX = "t."
+
+
+class _Reader:
+    def __init__(self, worker: SchedulerWorker) -> None:
+        self.worker = worker
+        self.watermark = Watermark(PREFIX)
+
+    def lag(self) -> int:
+        return 0
+
+    async def poll(self) -> Batch:
+        self.worker.stop()  # one loop iteration
+        return Batch((), True)
+
+
+class _Coordinator:
+    def __init__(self) -> None:
+        self.rejoins = 0
+
+    def request_rejoin(self) -> None:
+        self.rejoins += 1
+
+
+class _Group:
+    def __init__(self) -> None:
+        self._coordinator = _Coordinator()
+
+    async def getmany(self, **_options: Any) -> dict[Any, Any]:
+        return {}
+
+
+def _worker_with_a_dirty_placement() -> SchedulerWorker:
+    worker = SchedulerWorker(
+        Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), topic_prefix=PREFIX)
+    )
+    worker._assigned = {(PREFIX + "placements", 0)}
+    worker.producer = None  # send_all is replaced below
+    worker._group = None
+    for offset, item in enumerate([*map(H.record, H.fleet()), H.record(H.good_placement(0))]):
+        key = None if item.key is None else item.key.decode()
+        assert worker._consume(Record(PREFIX + item.topic, 0, offset, key, item.value)) == []
+    worker._need_catchup = False
+    worker._placements_caught_up = True
+    assert worker.processor.dirty
+    return worker
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    records: list[Any] = []
+
+    async def send_all(_producer: Any, outgoing: Any) -> list[Any]:
+        records.extend(outgoing)
+        return []
+
+    monkeypatch.setattr(worker_module, "send_all", send_all)
+    return records
+
+
+async def test_a_worker_that_kept_up_publishes(sent: list[Any]) -> None:
+    worker = _worker_with_a_dirty_placement()
+    group = _Group()
+    await worker._loop(_Reader(worker), group)  # type: ignore[arg-type]
+    assert [r.key for r in sent if r.topic == PREFIX + "decisions"] == ["fuzz/good-000000"]
+    assert group._coordinator.rejoins == 0
+
+
+async def test_a_worker_that_stood_still_past_the_session_rejoins_before_publishing(sent: list[Any]) -> None:
+    worker = _worker_with_a_dirty_placement()
+    worker._alive_at = time.monotonic() - 10  # the loop last turned 10 s ago: a SIGSTOP, say
+    group = _Group()
+    await worker._loop(_Reader(worker), group)  # type: ignore[arg-type]
+    assert [r for r in sent if r.topic == PREFIX + "decisions"] == []
+    assert group._coordinator.rejoins == 1
+    assert worker.registry.get_sample_value("fleetplace_stalls_total") == 1
+    await worker._assign({(PREFIX + "placements", 0)})  # the group assigns partitions again
+    assert not worker._stalled
