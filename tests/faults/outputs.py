@@ -160,22 +160,28 @@ def verdict(
         by_key[d.key].append(d)
     v.placements = len(by_key)
     for key, records in sorted(by_key.items()):
-        values = [r.value for r in records if r.value is not None]
         expected_seq = 1
         previous: dict[str, Any] | None = None
-        last_raw: bytes | None = None
-        for r, value in zip(records, values, strict=True):
+        seen: dict[int, bytes | None] = {}
+        for r in records:
+            value = r.value
+            if value is None:
+                continue
             seq = int(value["seq"])
-            if previous is not None and seq == int(previous["seq"]):
-                kind = v.seq_repeats_identical if r.raw == last_raw else v.seq_repeats_conflicting
-                kind.append(f"{key}: seq {seq} published twice at offset {r.offset}")
+            if seq in seen:  # a seq published again: the same bytes (a redelivery) or two writers
+                kind = v.seq_repeats_identical if seen[seq] == r.raw else v.seq_repeats_conflicting
+                kind.append(f"{key}: seq {seq} published again at offset {r.offset}")
                 continue
             if seq != expected_seq:
                 v.seq_gaps.append(f"{key}: seq {seq} at offset {r.offset}, expected {expected_seq}")
             if previous is not None and _comparable(previous) == _comparable(value):
                 v.same_state_twice.append(f"{key}: seq {seq} repeats the state of seq {previous['seq']}")
-            previous, last_raw, expected_seq = value, r.raw, seq + 1
-    latest = {k: [r.value for r in rs if r.value is not None][-1] for k, rs in by_key.items()}
+            seen[seq] = r.raw
+            previous, expected_seq = value, seq + 1
+    latest: dict[str, dict[str, Any]] = {}
+    for d in decisions:
+        if d.value is not None and (d.key not in latest or d.value["seq"] >= latest[d.key]["seq"]):
+            latest[d.key] = d.value
     v.mismatches = diverging(latest, expected, placements)
     last_pd: dict[str, dict[str, Any] | None] = {}
     for p in sorted(placement_decisions, key=lambda d: (d.partition, d.offset)):

@@ -70,6 +70,7 @@ class Report:
     inputs_lost: list[str] = field(default_factory=list)
     worker_lag: dict[str, float] = field(default_factory=dict)
     audit: dict[str, Any] | None = None
+    startups_refused: int = 0
 
     @property
     def broker_stalled(self) -> bool:
@@ -98,6 +99,7 @@ class Report:
             "fleet_changes": self.changes,
             **self.verdict.figures(),
             "worker_unexpected_exits": len(self.unexpected_exits),
+            "worker_startups_refused_broker_down": self.startups_refused,
             "broker_offsets_reused": self.offsets_reused,
             "broker_inputs_lost": len(self.inputs_lost),
             "worker_broadcast_lag_at_end": {k: int(v) for k, v in self.worker_lag.items()},
@@ -374,8 +376,14 @@ async def run(plan: Plan, workdir: Path) -> Report:
                 diagnostics = (
                     [] if converged is not None else await _diagnose(workers, outputs, expected, keys)
                 )
-            final = await read_all(broker.bootstrap, topics)
-            lost = await inputs_lost(broker.bootstrap, topics, model)
+            try:
+                final = await read_all(broker.bootstrap, topics)
+            except TimeoutError:
+                final = outputs  # the broker stopped serving part of an output topic
+                stall = ["broker read stall: a fresh reader cannot reach the end of the output topics"]
+            else:
+                stall = []
+            lost = stall + await inputs_lost(broker.bootstrap, topics, model)
             audited = await audit(broker.bootstrap, prefix) if plan.audit else None
         finally:
             supervisor.cancel()
@@ -384,6 +392,12 @@ async def run(plan: Plan, workdir: Path) -> Report:
             await producer.stop()
         v = verdict(final.decisions, final.placement_decisions, expected, keys, len(final.deadletters))
         exits = [f"{w.name} exited by itself with status {s}" for w in workers for s in w.unexpected_exits]
+        # A worker started while the broker is down exits 1 at once ("cannot reach Kafka"), by design:
+        # its supervisor starts it again. Only other exits count against the worker.
+        refused = sum(
+            1 for w in workers for line in w.log_lines() if line.startswith("error: cannot reach Kafka")
+        )
+        exits = exits[refused:] if refused <= len(exits) else []
         for w in workers:
             w.stop()
         rss = {w.name: w.peak_rss_mb for w in workers}
@@ -408,6 +422,7 @@ async def run(plan: Plan, workdir: Path) -> Report:
             offsets_reused=len(driver.offsets_reused),
             inputs_lost=lost,
             worker_lag=lag,
+            startups_refused=refused,
             audit=audited,
         )
     emit(report.figures())

@@ -65,7 +65,7 @@ async def test_broker_paused_for_twenty_seconds(tmp_path: Path) -> None:
 @pytest.mark.timeout(900)
 async def test_broker_restarted_with_durable_storage_while_workers_run(tmp_path: Path) -> None:
     report = await run(
-        Plan("broker-restart-s3", seconds=60, storage="s3", broker_restarts=(15, 35), converge_timeout=90),
+        Plan("broker-restart-s3", seconds=60, storage="s3", broker_restarts=(15, 35), converge_timeout=180),
         tmp_path,
     )
     check(report)
@@ -93,7 +93,7 @@ async def test_everything_at_once_on_durable_storage(tmp_path: Path) -> None:
             broker_pause=(20, 20),
             broker_restarts=(55,),
             worker_pause=(70, 10),
-            converge_timeout=120,
+            converge_timeout=180,
         ),
         tmp_path,
     )
