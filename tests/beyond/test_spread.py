@@ -151,6 +151,108 @@ def test_do_not_schedule_terms_never_exceed_max_skew_and_order_does_not_matter(
             assert max(per_domain) - min(per_domain) <= skew
 
 
+def reference_spread(
+    ranked: list[str], domain: dict[str, dict[str, str | None]], n: int, terms: list[tuple[str, int, bool]]
+) -> list[str]:
+    """The greedy rule of docs/beyond-ocm.md, written out naively: skews computed in full each step."""
+    # per term (two terms may share a key): its domains among the feasible clusters, and counts
+    counts = [dict.fromkeys({domain[c][k] for c in ranked} - {None}, 0) for k, _, _ in terms]
+    hard = [i for i, t in enumerate(terms) if t[2]]
+    soft = [i for i, t in enumerate(terms) if not t[2]]
+
+    def keeps(cluster: str, term: int) -> bool:
+        key, skew, is_hard = terms[term]
+        value = domain[cluster][key]
+        if value is None:
+            return not is_hard
+        after = dict(counts[term])
+        after[value] += 1
+        return after[value] - min(after.values()) <= skew
+
+    chosen: list[str] = []
+    remaining = list(ranked)
+    while len(chosen) < n:
+        admissible = [c for c in remaining if all(keeps(c, t) for t in hard)]
+        if not admissible:
+            break
+        for keep in range(len(soft), -1, -1):
+            candidates = [c for c in admissible if all(keeps(c, t) for t in soft[:keep])]
+            if candidates:
+                break
+        pick = candidates[0]
+        chosen.append(pick)
+        remaining.remove(pick)
+        for i, (key, _, _) in enumerate(terms):
+            if domain[pick][key] is not None:
+                counts[i][domain[pick][key]] += 1
+    return chosen
+
+
+def test_schedule_anyway_terms_are_relaxed_from_the_last_index() -> None:
+    # after `a`, nothing keeps both terms: `b` keeps only zone (term 1), `c` only region (term 0);
+    # relaxing from the last index keeps term 0, so `c` is taken although `b` ranks higher
+    clusters = [("a", "r1", "z1", 64), ("b", "r1", "z2", 50), ("c", "r2", "z1", 40)]
+    soft = [
+        {"topologyKey": key, "maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"}
+        for key in ("region", "zone")
+    ]
+    spec = {
+        "numberOfClusters": 2,
+        "prioritizerPolicy": {
+            "mode": "Exact",
+            "configurations": [
+                {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableCPU"}, "weight": 1}
+            ],
+        },
+        "spreadPolicy": {"spreadConstraints": soft},
+    }
+    assert list(run(fleet_doc(clusters, spec)).decisions) == ["a", "c"]
+    spec["spreadPolicy"] = {"spreadConstraints": soft[::-1]}
+    assert list(run(fleet_doc(clusters, spec)).decisions) == ["a", "b"]
+    domain = {name: {"region": r, "zone": z} for name, r, z, _ in clusters}
+    terms = [("region", 1, False), ("zone", 1, False)]
+    assert reference_spread(["a", "b", "c"], domain, 2, terms) == ["a", "c"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    clusters=cluster_st,
+    terms=st.lists(
+        st.tuples(st.sampled_from(["region", "zone"]), st.integers(1, 2), st.booleans()),
+        min_size=1,
+        max_size=4,
+    ),
+    n=st.integers(1, 30),
+)
+def test_spread_selection_equals_the_naive_greedy_rule(
+    clusters: list[tuple[str | None, str | None, int]], terms: list[tuple[str, int, bool]], n: int
+) -> None:
+    named = [(f"c{i:02d}", r, z, cpu) for i, (r, z, cpu) in enumerate(clusters)]
+    spec = {
+        "numberOfClusters": n,
+        "prioritizerPolicy": {
+            "mode": "Exact",
+            "configurations": [
+                {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableCPU"}, "weight": 1}
+            ],
+        },
+        "spreadPolicy": {
+            "spreadConstraints": [
+                {
+                    "topologyKey": k,
+                    "maxSkew": skew,
+                    "whenUnsatisfiable": "DoNotSchedule" if hard else "ScheduleAnyway",
+                }
+                for k, skew, hard in terms
+            ]
+        },
+    }
+    result = run(fleet_doc(named, spec))
+    ranked = sorted(result.scores, key=lambda c: (-result.scores[c], c))
+    domain = {name: {"region": r, "zone": z} for name, r, z, _ in named}
+    assert sorted(result.decisions) == sorted(reference_spread(ranked, domain, n, terms))
+
+
 @settings(max_examples=80, deadline=None)
 @given(clusters=cluster_st, n=st.one_of(st.none(), st.integers(0, 30)))
 def test_with_the_features_off_decisions_equal_the_ocm_result(

@@ -9,7 +9,8 @@ index to the first when none does. Under DoNotSchedule a cluster without the key
 selected, and selection stops when nothing is admissible.
 
 Admissibility depends only on a cluster's domains, so clusters are grouped by their tuple of
-domain values and each step looks at the head of every group: O(groups × terms) per pick.
+domain values; each pick scans the groups in rank order of their best remaining cluster and takes
+the first that fits: O(groups × terms) per pick at worst, usually a few checks.
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ def _codes(fleet: Fleet, term: SpreadTerm) -> tuple[npt.NDArray[np.int64], list[
     return codes, names
 
 
-Layout = tuple[list[IntArray], list[int], list[list[int]], list[IntArray], list[tuple[int, ...]]]
+Layout = tuple[
+    list[IntArray], list[int], list[list[int]], list[IntArray], list[tuple[int, ...]], IntArray, IntArray
+]
 
 
 _TAKEN = np.iinfo(np.int64).max
@@ -126,7 +129,8 @@ def _layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]) -> Layou
     bounds = np.flatnonzero(np.diff(combo[grouped])) + 1
     members: list[IntArray] = list(np.split(grouped, bounds)) if len(grouped) else []
     group_domains = [tuple(int(c[m[0]]) for c in per_term) for m in members]
-    layout: Layout = (per_term, ncodes, domains, members, group_domains)
+    starts = np.concatenate(([0], bounds)).astype(np.int64) if len(grouped) else grouped
+    layout: Layout = (per_term, ncodes, domains, members, group_domains, grouped, starts)
     fleet.cache[key] = (slots, fleet.version, layout)
     return layout
 
@@ -136,15 +140,13 @@ def spread_select(
 ) -> SpreadOutcome:
     if n <= 0 or len(slots) == 0:
         return SpreadOutcome([])
-    per_term, ncodes, domains, members, group_domains = _layout(fleet, slots, terms)
+    per_term, ncodes, domains, members, group_domains, grouped, starts = _layout(fleet, slots, terms)
     # counts[t][code]; the domains of a term are the values present among the feasible clusters
     counts = [[0] * max(k, 1) for k in ncodes]
-    # each group's best remaining cluster: an argmin over the group's rank keys (taken ones are
-    # set to the maximum), so no global sort is needed
-    group_keys = [keys[m] for m in members]
-    head = [int(np.argmin(k)) for k in group_keys]
-    head_key = [int(k[h]) for k, h in zip(group_keys, head, strict=True)]
-    left = [len(m) for m in members]
+    # each group's best remaining rank key, all in one reduction; a group's own keys are gathered
+    # only once it is picked from (taken ones are then set to the maximum), so no global sort
+    head_key: list[int] = np.minimum.reduceat(keys[grouped], starts).tolist()
+    group_keys: dict[int, IntArray] = {}
     hard = [i for i, t in enumerate(terms) if t.hard]
     soft = [i for i, t in enumerate(terms) if not t.hard]
     skews = [t.max_skew for t in terms]
@@ -161,51 +163,53 @@ def spread_select(
         present = domains[ti]
         return min([cnt[d] for d in present]) + skews[ti] if present else -1
 
-    live = list(range(len(members)))
-    while len(outcome.chosen) < n and live:
-        limits = [threshold(ti) for ti in range(len(terms))]
+    limits = [threshold(ti) for ti in range(len(terms))]
 
-        def fits(gi: int, active: Sequence[int], limits: list[int] = limits) -> bool:
-            dom = group_domains[gi]
-            for ti in active:
-                v = dom[ti]
-                if v < 0:
-                    if terms[ti].hard:
-                        return False
-                    continue  # no key: neutral for a ScheduleAnyway term
-                if counts[ti][v] >= limits[ti]:
+    def fits(gi: int, active: Sequence[int]) -> bool:
+        dom = group_domains[gi]
+        for ti in active:
+            v = dom[ti]
+            if v < 0:
+                if terms[ti].hard:
                     return False
-            return True
+                continue  # no key: neutral for a ScheduleAnyway term
+            if counts[ti][v] >= limits[ti]:
+                return False
+        return True
 
-        admissible = [gi for gi in live if fits(gi, hard)]
-        if not admissible:
-            best = min(live, key=lambda gi: head_key[gi])
-            outcome.blocked_by = next(terms[ti] for ti in hard if not fits(best, [ti]))
-            break
+    live = list(range(len(members)))
+    left = [len(m) for m in members]
+    while len(outcome.chosen) < n and live:
+        # the best-ranked group that keeps the DoNotSchedule terms and the most ScheduleAnyway
+        # terms, relaxing those from the last index; groups are scanned in rank order of their heads
+        order = sorted(live, key=head_key.__getitem__)
         pick = -1
-        for keep in range(len(soft), -1, -1):  # relax ScheduleAnyway terms from the last
-            active = soft[:keep]
-            best_pos = 0
-            for gi in admissible:
-                pos = head_key[gi]
-                if (pick < 0 or pos < best_pos) and fits(gi, active):
-                    pick, best_pos = gi, pos
+        for keep in range(len(soft), -1, -1):
+            active = hard + soft[:keep]
+            pick = next((gi for gi in order if fits(gi, active)), -1)
             if pick >= 0:
                 break
-        gk = group_keys[pick]
-        outcome.chosen.append(int(members[pick][head[pick]]))
+        if pick < 0:  # nothing keeps the DoNotSchedule terms
+            outcome.blocked_by = next(terms[ti] for ti in hard if not fits(order[0], [ti]))
+            break
+        gk = group_keys.get(pick)
+        if gk is None:
+            gk = group_keys[pick] = keys[members[pick]]
+        at = int(np.argmin(gk))
+        outcome.chosen.append(int(members[pick][at]))
         left[pick] -= 1
         if left[pick]:
-            gk[head[pick]] = _TAKEN
-            head[pick] = int(np.argmin(gk))
-            head_key[pick] = int(gk[head[pick]])
+            gk[at] = _TAKEN
+            head_key[pick] = int(gk.min())
         else:
             live.remove(pick)
         for ti, value in enumerate(group_domains[pick]):
             if value >= 0:
                 counts[ti][value] += 1
+                if counts[ti][value] == limits[ti] - skews[ti] + 1:  # it was at the minimum
+                    limits[ti] = threshold(ti)
 
-    final = [threshold(ti) for ti in range(len(terms))]
+    final = limits
 
     def term_ok(ti: int, value: int) -> bool:
         if value < 0:
