@@ -270,7 +270,14 @@ class Fleet:
         self._names.extend([None] * (new - self._capacity))
         self._free.extend(range(new - 1, self._capacity - 1, -1))
         self._capacity = new
+        self.forget_derived()
+
+    def forget_derived(self) -> None:
+        """Drop everything derived across placements (score columns, candidate lists, selector and
+        plugin caches), so that the next schedule computes it all again. The per-cluster columns,
+        which are part of a cluster's own version, stay."""
         self._score_columns.clear()
+        self._candidates.clear()
         self.cache.clear()
         for s in self.sets.values():
             s.mask = None
