@@ -128,8 +128,10 @@ class DecisionStore:
             del self.total[name]
 
     def put(self, source: str, namespace: str, placement: str | None, clusters: Iterable[str]) -> None:
-        self.remove(source)
         names = tuple(clusters)
+        if self._sources.get(source) == (namespace, placement, names):
+            return  # unchanged: the version stays, and so does everything derived from it
+        self.remove(source)
         self._sources[source] = (namespace, placement, names)
         if placement:
             self._by_owner.setdefault((namespace, placement), set()).add(source)
@@ -531,7 +533,7 @@ class Fleet:
         fresh = self._decision_count_version == self.decisions.version
         old = self.decisions.get(source)
         self.decisions.put(source, namespace, placement, clusters)
-        if fresh:
+        if fresh and self._decision_count_version != self.decisions.version:
             for name in old[2] if old else ():
                 slot = self._slot.get(name)
                 if slot is not None:

@@ -16,13 +16,13 @@ class Balance:
         max_count = fleet.decisions.max_count_excluding(ctx.own)
         if max_count == 0:  # nobody else decided anything: every cluster "never counted"
             return ScoreResult(np.full(len(slots), 100, dtype=np.int64))
-        n = counts[slots]
-        if ctx.own:
-            n = n.copy()
+        if ctx.own:  # this placement's own decisions do not count against it
+            counts = counts.copy()
             for name, k in ctx.own.items():
                 slot = fleet.slot_of(name)
                 if slot is not None:
-                    n[slots == slot] -= k
+                    counts[slot] -= k
+        n = counts[slots]
         usage = n / float(max_count)
         # Go: 2 * int64(100 * (0.5 - usage)), truncation toward zero in doubles
         scores = 2 * (100.0 * (0.5 - usage)).astype(np.int64)
