@@ -204,7 +204,7 @@ class DecisionStore:
 
 @dataclass
 class _ScoreColumn:
-    version: int
+    version: int  # the fleet version it reflects: slots touched since then are brought up to date
     values: IntArray
     present: BoolArray
     valid_until: FloatArray
@@ -219,6 +219,8 @@ class Fleet:
     sets: dict[str, _SetView] = field(default_factory=dict)
     bindings: dict[str, dict[str, ManagedClusterSetBinding]] = field(default_factory=dict)
     scores: dict[tuple[str, str], AddOnPlacementScore] = field(default_factory=dict)
+    # per score object: validUntil as a timestamp (inf: none) and its values by score name
+    _score_data: dict[tuple[str, str], tuple[float, dict[str, int]]] = field(default_factory=dict)
     placements: dict[str, Placement] = field(default_factory=dict)
     decisions: DecisionStore = field(default_factory=DecisionStore)
     pds: dict[str, PlacementDecision] = field(default_factory=dict)
@@ -419,6 +421,9 @@ class Fleet:
             return view.mask
         changed = self.changed_since(view.mask_version) if view.mask is not None else None
         if view.mask is None or changed is None or len(view.mask) != self._capacity:
+            if view.selector is not None and view.selector.is_everything:  # every cluster
+                view.mask, view.mask_version = self.alive.copy(), self.version
+                return view.mask
             mask = np.zeros(self._capacity, dtype=np.bool_)
             slots: Iterable[int] = self._slot.values()
         else:
@@ -466,11 +471,19 @@ class Fleet:
 
     # ---- scores --------------------------------------------------------------------------
     def upsert_score(self, score: AddOnPlacementScore) -> None:
-        self.scores[(score.metadata.namespace, score.metadata.name)] = score
+        key = (score.metadata.namespace, score.metadata.name)
+        self.scores[key] = score
+        until = score.status.valid_until
+        # spec §5.5: the last item of a name wins, as a dict built in order keeps it
+        self._score_data[key] = (
+            until.timestamp() if until is not None else np.inf,
+            {item.name: item.value for item in score.status.scores},
+        )
         self._score_touched(score.metadata.namespace)
 
     def delete_score(self, cluster: str, resource: str) -> None:
         if self.scores.pop((cluster, resource), None) is not None:
+            del self._score_data[(cluster, resource)]
             self._score_touched(cluster)
 
     def _score_touched(self, cluster: str) -> None:
@@ -480,33 +493,61 @@ class Fleet:
             self._touch(slot)  # CEL `scores()` results depend on it
 
     def score_column(self, resource: str, score_name: str) -> _ScoreColumn:
-        """AddOn scores of every slot for one coordinate, rebuilt once per score version."""
+        """AddOn scores of every slot for one coordinate.
+
+        Kept up to date slot by slot: a score object changing, and a cluster taking or leaving a
+        slot, touch that slot (`_touch`), so only the slots touched since the column was last
+        read are looked up again; the whole column is rebuilt only when the change log no longer
+        reaches back that far or the slots were reallocated."""
         key = (resource, score_name)
         col = self._score_columns.get(key)
-        if col is not None and col.version == self.score_version and len(col.values) == self._capacity:
-            return col
-        values = np.zeros(self._capacity, dtype=np.int64)
-        present = np.zeros(self._capacity, dtype=np.bool_)
-        valid_until = np.full(self._capacity, np.inf, dtype=np.float64)
-        for (cluster, res), obj in self.scores.items():
+        if col is not None and len(col.values) == self._capacity:
+            if col.version == self.version:
+                return col
+            changed = self.changed_since(col.version)
+            if changed is not None:
+                for slot in set(changed):
+                    self._score_cell(col, slot, resource, score_name)
+                col.version = self.version
+                col.expires = bool(np.isfinite(col.valid_until).any())
+                return col
+        col = _ScoreColumn(
+            self.version,
+            np.zeros(self._capacity, dtype=np.int64),
+            np.zeros(self._capacity, dtype=np.bool_),
+            np.full(self._capacity, np.inf, dtype=np.float64),
+            False,
+        )
+        slots: list[int] = []
+        values: list[int] = []
+        untils: list[float] = []
+        for (cluster, res), (until, by_name) in self._score_data.items():
             if res != resource:
                 continue
             slot = self._slot.get(cluster)
-            if slot is None:
-                continue
-            present[slot] = True
-            if obj.status.valid_until is not None:
-                valid_until[slot] = obj.status.valid_until.timestamp()
-            value = 0
-            for item in obj.status.scores:  # spec §5.5: last item of that name wins
-                if item.name == score_name:
-                    value = item.value
-            values[slot] = value
-        col = _ScoreColumn(
-            self.score_version, values, present, valid_until, bool(np.isfinite(valid_until).any())
-        )
+            if slot is not None:
+                slots.append(slot)
+                values.append(by_name.get(score_name, 0))
+                untils.append(until)
+        if slots:
+            at = np.asarray(slots, dtype=np.int64)
+            col.values[at] = values
+            col.present[at] = True
+            col.valid_until[at] = untils
+        col.expires = bool(np.isfinite(col.valid_until).any())
         self._score_columns[key] = col
         return col
+
+    def _score_cell(
+        self, col: _ScoreColumn, slot: int, resource: str, score_name: str, cluster: str | None = None
+    ) -> None:
+        name = self._names[slot] if cluster is None else cluster
+        data = self._score_data.get((name, resource)) if name is not None else None
+        if data is None:
+            col.values[slot], col.present[slot], col.valid_until[slot] = 0, False, np.inf
+            return
+        until, by_name = data
+        col.values[slot], col.present[slot], col.valid_until[slot] = by_name.get(score_name, 0), True, until
 
     def score_items(self, cluster: str, resource: str) -> list[tuple[str, int]] | None:
         obj = self.scores.get((cluster, resource))
