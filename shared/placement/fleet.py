@@ -524,9 +524,9 @@ class Fleet:
         for (cluster, res), (until, by_name) in self._score_data.items():
             if res != resource:
                 continue
-            slot = self._slot.get(cluster)
-            if slot is not None:
-                slots.append(slot)
+            held = self._slot.get(cluster)
+            if held is not None:
+                slots.append(held)
                 values.append(by_name.get(score_name, 0))
                 untils.append(until)
         if slots:
