@@ -286,6 +286,7 @@ async def run(updates: int, clusters: int, placements: int, workdir: Path, drain
                     "worker_peak_rss_mb": round(worker.peak_rss_mb, 1),
                     "broker_peak_rss_mb": round(broker_rss, 1),
                     "evaluations": m.get("fleetplace_evaluations_total"),
+                    "worker_stalls": m.get("fleetplace_stalls_total"),
                     "diffs": records,
                     "mismatches": len(wrong),
                     "expected_computed_s": round(time.monotonic() - check_start, 1),
