@@ -66,6 +66,8 @@ def compile_program(node: ast.Node) -> Program:
     if isinstance(node, ast.Call):
         return _call(node)
     if isinstance(node, ast.ListLit):
+        if not node.optional_indices and all(isinstance(e, ast.Literal) for e in node.elements):
+            return _constant_list([e.value for e in node.elements])  # type: ignore[attr-defined]
         return _list(tuple(compile_program(e) for e in node.elements), node.optional_indices)
     if isinstance(node, ast.MapLit):
         return _map(
@@ -161,6 +163,17 @@ def _list(elements: tuple[Program, ...], optional_indices: frozenset[int]) -> Pr
     return list_literal
 
 
+def _constant_list(values: list[Any]) -> Program:
+    """A list of literals is built once: CEL values are immutable, and nothing here changes a list
+    in place (every operation that makes a list makes a new one). Charged as a list literal."""
+
+    def constant_list(frame: Frame) -> list[Any]:
+        _charge(frame, LIST_CREATE_COST)
+        return values
+
+    return constant_list
+
+
 _KEY_TYPES: Final = (str, int, Uint, bool)
 
 
@@ -190,14 +203,6 @@ def _map(entries: tuple[tuple[Program, Program, bool], ...]) -> Program:
 # -- calls ------------------------------------------------------------------------------------------
 
 
-def _outcome(program: Program, frame: Frame) -> Any:
-    """Evaluate, turning a CEL error into a value (for the error-absorbing operators)."""
-    try:
-        return program(frame)
-    except CelEvalError as e:
-        return e
-
-
 def _resolve_undecided(name: str, left: Any, right: Any) -> bool:
     if left is True and right is True:
         return True
@@ -211,10 +216,16 @@ def _resolve_undecided(name: str, left: Any, right: Any) -> bool:
 
 def _and(a: Program, b: Program) -> Program:
     def logical_and(frame: Frame) -> bool:
-        left = _outcome(a, frame)
+        try:
+            left = a(frame)
+        except CelEvalError as e:
+            left = e
         if left is False:
             return False
-        right = _outcome(b, frame)
+        try:
+            right = b(frame)
+        except CelEvalError as e:
+            right = e
         if right is False:
             return False
         return _resolve_undecided("_&&_", left, right)
@@ -224,10 +235,16 @@ def _and(a: Program, b: Program) -> Program:
 
 def _or(a: Program, b: Program) -> Program:
     def logical_or(frame: Frame) -> bool:
-        left = _outcome(a, frame)
+        try:
+            left = a(frame)
+        except CelEvalError as e:
+            left = e
         if left is True:
             return True
-        right = _outcome(b, frame)
+        try:
+            right = b(frame)
+        except CelEvalError as e:
+            right = e
         if right is True:
             return True
         return _resolve_undecided("_||_", left, right)
@@ -417,17 +434,13 @@ def _comprehension(node: ast.Comprehension) -> Program:
     return comprehension
 
 
-def _step(frame: Frame) -> None:
-    frame.cost += 1
-    if frame.cost > frame.limit:
-        raise CostLimitExceeded
-
-
 def _all(frame: Frame, items: Iterable[Any], var: str, body: Program) -> bool:
     error: CelEvalError | None = None
     variables = frame.vars
     for item in items:
-        _step(frame)
+        frame.cost += 1  # one comprehension step
+        if frame.cost > frame.limit:
+            raise CostLimitExceeded
         variables[var] = item
         try:
             result = body(frame)
@@ -447,7 +460,9 @@ def _exists(frame: Frame, items: Iterable[Any], var: str, body: Program) -> bool
     error: CelEvalError | None = None
     variables = frame.vars
     for item in items:
-        _step(frame)
+        frame.cost += 1  # one comprehension step
+        if frame.cost > frame.limit:
+            raise CostLimitExceeded
         variables[var] = item
         try:
             result = body(frame)
@@ -473,7 +488,9 @@ def _exists_one(frame: Frame, items: Iterable[Any], var: str, body: Program) -> 
     count = 0
     variables = frame.vars
     for item in items:
-        _step(frame)
+        frame.cost += 1  # one comprehension step
+        if frame.cost > frame.limit:
+            raise CostLimitExceeded
         variables[var] = item
         if _bool_result(body(frame)):
             count += 1
@@ -484,7 +501,9 @@ def _filter(frame: Frame, items: Iterable[Any], var: str, body: Program) -> list
     out: list[Any] = []
     variables = frame.vars
     for item in items:
-        _step(frame)
+        frame.cost += 1  # one comprehension step
+        if frame.cost > frame.limit:
+            raise CostLimitExceeded
         variables[var] = item
         if _bool_result(body(frame)):
             out.append(item)
@@ -497,7 +516,9 @@ def _map_values(
     out: list[Any] = []
     variables = frame.vars
     for item in items:
-        _step(frame)
+        frame.cost += 1  # one comprehension step
+        if frame.cost > frame.limit:
+            raise CostLimitExceeded
         variables[var] = item
         if predicate is not None and not _bool_result(predicate(frame)):
             continue
