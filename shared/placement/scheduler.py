@@ -107,8 +107,8 @@ class ScheduleResult:
         """Total scores of these clusters (those that passed the filters); cheap for the selected."""
         out = {n: s for n, s in zip(self.selected, self._selected_totals, strict=False) if n in names}
         if len(out) < len(names):
-            rest = names - out.keys()
-            out.update((n, s) for n, s in self.scores.items() if n in rest)
+            scores = self.scores
+            out.update((n, scores[n]) for n in names - out.keys() if n in scores)
         return out
 
     @cached_property
