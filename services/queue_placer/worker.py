@@ -45,6 +45,7 @@ from shared.bus.kafka import (
 )
 from shared.bus.records import OutgoingRecord, Record
 from shared.bus.topics import Topics
+from shared.failpoints import Failpoint
 from shared.logging import get_logger
 from shared.queueing import ConfigError, QueuePlacer, parse_config
 from shared.settings import Settings
@@ -134,6 +135,7 @@ class QueueWorker:
         self._stop = asyncio.Event()
         self._ready = False
         self.http: HttpServer | None = None
+        self._failpoint = Failpoint.from_env()
 
     def stop(self) -> None:
         self._stop.set()
@@ -227,6 +229,7 @@ class QueueWorker:
                     )
                 )
             await send_all(producer, outgoing)  # acknowledged before the offsets are committed
+            self._failpoint.reach("queues.before-commit")
             await group.commit(offsets)
 
     def _place(self, record: Record, now: datetime, inputs: Mapping[str, int]) -> list[OutgoingRecord]:

@@ -98,13 +98,3 @@ async def test_everything_at_once_on_durable_storage(tmp_path: Path) -> None:
         tmp_path,
     )
     check(report)
-
-
-@pytest.mark.slow
-def test_queue_placer_killed_between_publishing_a_result_and_committing_its_offset() -> None:
-    pytest.skip(
-        "`fleetplace worker queues` (the queue-placer worker) does not exist yet: this case needs its CLI "
-        "to SIGKILL it between publishing an app-placements record and committing the applications offset, "
-        "then check every application has exactly one placement per submission (duplicates allowed only "
-        "as identical re-publications)."
-    )

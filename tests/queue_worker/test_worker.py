@@ -192,8 +192,15 @@ async def test_bad_applications_go_to_deadletter_and_the_rest_are_placed(broker:
             assert "bad1" not in bus.by_app() and "other" not in bus.by_app()
 
 
-def start_worker(broker: str, topics: Topics) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "FLEETPLACE_LOG_LEVEL": "warning", "FLEETPLACE_LOG_FORMAT": "console"}
+def start_worker(
+    broker: str, topics: Topics, extra_env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "FLEETPLACE_LOG_LEVEL": "warning",
+        "FLEETPLACE_LOG_FORMAT": "console",
+        **(extra_env or {}),
+    }
     cmd = [
         sys.executable,
         "-m",
