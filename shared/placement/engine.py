@@ -97,6 +97,7 @@ class PlacementEngine:
         self.fleet.set_decisions(f"placement:{key}", namespace, name, clusters)
 
     def forget(self, key: str) -> None:
+        self.fleet.cache.pop(("weights", key), None)
         namespace, _, name = key.partition("/")
         for source in self.fleet.decisions.sources_of(namespace, name):
             self.fleet.remove_decisions(source)

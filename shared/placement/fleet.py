@@ -176,6 +176,9 @@ class DecisionStore:
         self._top, self._top_version = top, self.version
         if not own:
             return top
+        total = self.total
+        if self._hist[top] > sum(1 for name in own if total.get(name, 0) == top):
+            return top  # a name at the top count is not this placement's
         best = 0
         for name, k in own.items():
             best = max(best, self.total.get(name, 0) - k)

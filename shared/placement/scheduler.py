@@ -170,38 +170,42 @@ def _top(keys: IntArray, n: int | None) -> IntArray:
     return part[np.argsort(keys[part])].astype(np.int64)
 
 
+SHARED_SCORES_KEPT = 4096
+
+
 def _score(w: Weighted, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
     """Run a prioritizer; results that do not depend on the placement (resources, AddOn scores)
     are shared by every placement with the same post-filter clusters until the fleet changes."""
     if not getattr(w.prioritizer, "placement_independent", False):
         return w.prioritizer.score(ctx, slots)
     fleet = ctx.fleet
-    key = ("shared-score", w.prioritizer.name, id(slots))
+    shared: dict[Any, Any] = fleet.cache.setdefault("shared-scores", {})
+    key = (w.prioritizer.name, id(slots))
     stamp = (fleet.version, fleet.score_version, ctx.now_ts)
-    hit = fleet.cache.get(key)
+    hit = shared.get(key)
     if hit is not None and hit[0] is slots and hit[1] == stamp:
         result: ScoreResult = hit[2]
         return result
     result = w.prioritizer.score(ctx, slots)
-    if len(fleet.cache) > 4096:
-        fleet.cache.clear()
-    fleet.cache[key] = (slots, stamp, result)
+    if len(shared) >= SHARED_SCORES_KEPT:  # stale entries (older fleet versions) go in one sweep
+        shared.clear()
+    shared[key] = (slots, stamp, result)
     return result
 
 
 def _weights(placement: Placement, fleet: Fleet, options: EngineOptions) -> list[Weighted]:
     """Resolved once per Placement object (the prioritizers are stateless)."""
-    key = ("weights", placement.key, options)
+    key = ("weights", placement.key)
     hit = fleet.cache.get(key)
-    if hit is not None and hit[0] is placement:
-        weighted: list[Weighted] = hit[1]
+    if hit is not None and hit[0] is placement and hit[1] == options:
+        weighted: list[Weighted] = hit[2]
         return weighted
     try:
         weighted = resolve(placement.spec.prioritizer_policy, options)
     except WeightError:
         fleet.cache.pop(key, None)
         raise
-    fleet.cache[key] = (placement, weighted)
+    fleet.cache[key] = (placement, options, weighted)
     return weighted
 
 

@@ -111,7 +111,7 @@ def _layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]) -> Layou
     """Per term, each feasible cluster's domain and the term's domains; the clusters grouped by
     their tuple of domains. The same for every placement with these clusters and terms, so
     computed once per fleet version."""
-    key = ("spread-layout", id(slots), tuple(terms))
+    key = ("spread-layout", tuple(terms))  # one layout kept per set of terms
     hit = fleet.cache.get(key)
     if hit is not None and hit[0] is slots and hit[1] == fleet.version:
         cached: Layout = hit[2]
