@@ -94,6 +94,12 @@ class _Metrics:
             "Times the event loop stood still long enough to lose the group (then it rejoins)",
             registry=registry,
         )
+        self.stuck = Gauge(
+            "fleetplace_broadcast_stuck_partitions",
+            "Broadcast partitions below their high watermark that the broker does not hand out "
+            "(evaluation pauses while any is)",
+            registry=registry,
+        )
 
 
 class Clock:
@@ -157,6 +163,7 @@ class SchedulerWorker:
         self._placements_caught_up = False
         self._owned_stale = True
         self._ready = False
+        self._reader_stuck = False
         self._inflight: list[asyncio.Task[Any]] = []
         self._alive_at = time.monotonic()
         self._stalled = False
@@ -227,7 +234,8 @@ class SchedulerWorker:
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        """Caught up on the broadcast state, and not held up by a partition it cannot read."""
+        return self._ready and not self._reader_stuck
 
     async def run(self) -> None:
         kafka = self.settings.kafka
@@ -253,7 +261,7 @@ class SchedulerWorker:
             group.subscribe([self.topics.placements], listener=_Ownership(self))
             self.http = HttpServer.from_settings(
                 self.settings,
-                ready=lambda: self._ready,
+                ready=lambda: self.ready,
                 registry=self.registry,
                 debug_routes=[web.get("/debug/placements/{namespace}/{name}", self._debug)],
             )
@@ -299,6 +307,7 @@ class SchedulerWorker:
                             gc.collect()
                             gc.freeze()
                         self._ready = True
+                    self._check_stuck(reader, batch.caught_up)
                 placements_idle = False
                 if group_poll in done:
                     records = group_poll.result()
@@ -326,6 +335,24 @@ class SchedulerWorker:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+    def _check_stuck(self, reader: BroadcastReader, caught_up: bool) -> None:
+        """Fail safe: a broadcast partition the broker reports records for but does not hand out
+        means the state is incomplete, and decisions computed from it could move workloads wrongly.
+        Evaluation then pauses (and /readyz says 503) until the reader has caught up again."""
+        stuck = reader.stuck()
+        self.metrics.stuck.set(len(stuck))
+        if stuck:
+            if not self._reader_stuck:
+                log.warning(
+                    "broadcast input cannot be read to its end; evaluation paused",
+                    partitions=[f"{t}/{p}" for t, p in stuck],
+                )
+            self._reader_stuck = True
+            self._need_catchup = True
+        elif self._reader_stuck and caught_up:
+            self._reader_stuck = False
+            log.info("broadcast input read to its end again; evaluation resumes")
 
     def _consume(self, record: Record) -> list[OutgoingRecord]:
         topic = self.topics.unprefixed(record.topic)

@@ -75,8 +75,10 @@ def client_options(kafka: KafkaSettings | str) -> dict[str, Any]:
 
 
 def make_producer(kafka: KafkaSettings | str, **overrides: Any) -> Any:
-    """An unstarted AIOKafkaProducer with the recommended settings (murmur2 default partitioner)."""
-    return AIOKafkaProducer(**{**client_options(kafka), **PRODUCER_DEFAULTS, **overrides})
+    """An unstarted AIOKafkaProducer with the recommended settings (murmur2 default partitioner);
+    idempotent when `KAFKA_ENABLE_IDEMPOTENCE` is set."""
+    idempotence = {"enable_idempotence": True} if _as_settings(kafka).enable_idempotence else {}
+    return AIOKafkaProducer(**{**client_options(kafka), **PRODUCER_DEFAULTS, **idempotence, **overrides})
 
 
 def make_consumer(
@@ -322,6 +324,8 @@ class BroadcastReader:
         self._caught_up = False
         self._ever_caught_up = asyncio.Event()
         self.watermark = Watermark(prefix)
+        # per partition below its high watermark: (position, polls without progress, since when)
+        self._behind: dict[TP, tuple[int, int, float]] = {}
 
     @property
     def partitions(self) -> list[TP]:
@@ -381,9 +385,37 @@ class BroadcastReader:
             for record in records:
                 self.watermark.advance(record)
             self._caught_up = False
+            await self._track_progress()
             return Batch(tuple(records), False)
         self._mark_caught_up(await caught_up(self._consumer, self._tps))
+        await self._track_progress()
         return Batch((), self._caught_up)
+
+    async def _track_progress(self) -> None:
+        """Note, per partition below its high watermark, how many polls it has gone without moving."""
+        now = time.monotonic()
+        for topic, partition in self._tps:
+            tp = TopicPartition(topic, partition)
+            hw = self._consumer.highwater(tp)
+            position = await self._consumer.position(tp)
+            key = (topic, partition)
+            if hw is None or position >= hw:
+                self._behind.pop(key, None)
+                continue
+            last = self._behind.get(key)
+            if last is None or last[0] != position:
+                self._behind[key] = (position, 0, now)
+            else:
+                self._behind[key] = (position, last[1] + 1, last[2])
+
+    def stuck(self, polls: int = 20, seconds: float = 5.0) -> list[TP]:
+        """Partitions below their high watermark that have not moved for `polls` polls and `seconds`:
+        the broker reports records it does not hand out. (A reader that is merely busy moves on
+        every poll; one that is not polled, during a long evaluation, counts no polls.)"""
+        now = time.monotonic()
+        return sorted(
+            tp for tp, (_, n, since) in self._behind.items() if n >= polls and now - since >= seconds
+        )
 
     def _mark_caught_up(self, value: bool) -> None:
         self._caught_up = value
