@@ -34,6 +34,10 @@ class KafkaSettings(BaseSettings):
     ssl_cafile: str | None = None
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
+    # Idempotent producers: a retry after a lost acknowledgement (a broker restart) cannot write a
+    # record twice. Apache Kafka supports it: turn it on there. Off by default because the embedded
+    # broker does not (its producer start fails).
+    enable_idempotence: bool = False
 
     @model_validator(mode="after")
     def _sasl_needs_credentials(self) -> KafkaSettings:

@@ -145,3 +145,18 @@ def test_tls_context_loads_ca_cert_and_key_files(tmp_path: Path) -> None:
     context = client_options(settings)["ssl_context"]
     assert context.check_hostname
     assert [c["subject"] for c in context.get_ca_certs()] == [((("commonName", "fleetplace-test"),),)]
+
+
+async def test_idempotent_producers_follow_kafka_enable_idempotence(monkeypatch: pytest.MonkeyPatch) -> None:
+    from shared.bus.kafka import make_producer
+
+    monkeypatch.delenv("KAFKA_ENABLE_IDEMPOTENCE", raising=False)
+    assert KafkaSettings(bootstrap_servers="127.0.0.1:9").enable_idempotence is False
+    monkeypatch.setenv("KAFKA_ENABLE_IDEMPOTENCE", "true")
+    settings = KafkaSettings(bootstrap_servers="127.0.0.1:9")
+    assert settings.enable_idempotence is True
+    producer = make_producer(settings)  # not started: nothing is sent
+    try:
+        assert producer._txn_manager is not None  # aiokafka keeps producer ids only when idempotent
+    finally:
+        await producer.stop()

@@ -132,11 +132,14 @@ class Verdict:
             "deadletters": self.deadletters,
         }
 
-    def problems(self) -> list[str]:
+    def problems(self, *, allow_retry_duplicates: bool = False) -> list[str]:
+        """Everything wrong. Byte-identical repeats are one record delivered twice by a producer
+        retry; `allow_retry_duplicates` accepts them where acknowledgements can be lost (a broker
+        restart) and idempotent producers are unavailable (the embedded broker)."""
         return [
             *self.mismatches,
             *self.seq_gaps,
-            *self.seq_repeats_identical,
+            *([] if allow_retry_duplicates else self.seq_repeats_identical),
             *self.seq_repeats_conflicting,
             *self.same_state_twice,
             *self.placement_decisions_stale,
