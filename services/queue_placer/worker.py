@@ -134,6 +134,7 @@ class QueueWorker:
         )
         self._stop = asyncio.Event()
         self._ready = False
+        self._reader_stuck = False
         self.http: HttpServer | None = None
         self._failpoint = Failpoint.from_env()
 
@@ -142,7 +143,7 @@ class QueueWorker:
 
     @property
     def ready(self) -> bool:
-        return self._ready
+        return self._ready and not self._reader_stuck
 
     async def run(self) -> None:
         kafka = self.settings.kafka
@@ -164,7 +165,7 @@ class QueueWorker:
             await partitions_of(group, [self.topics.applications])
             self.http = HttpServer.from_settings(
                 self.settings,
-                ready=lambda: self._ready,
+                ready=lambda: self.ready,
                 registry=self.registry,
                 debug_routes=[web.get("/debug/queues/{partition}", self._debug_queues)],
             )
@@ -214,6 +215,8 @@ class QueueWorker:
             batch = await reader.poll()
             for record in batch.records:
                 await self._broadcast(record, producer)
+            if self._held_up(reader, batch.caught_up):
+                continue  # no application is placed against a partial view of what is placed
             records = await poll(group, timeout_ms=100, max_records=5000)
             if not records:
                 continue
@@ -231,6 +234,21 @@ class QueueWorker:
             await send_all(producer, outgoing)  # acknowledged before the offsets are committed
             self._failpoint.reach("queues.before-commit")
             await group.commit(offsets)
+
+    def _held_up(self, reader: BroadcastReader, caught_up: bool) -> bool:
+        """Fail safe, as in the scheduler: while a `queue-configs` or `app-placements` partition
+        cannot be read to its end, placing could use an old rule set or place an application twice."""
+        stuck = reader.stuck()
+        if stuck and not self._reader_stuck:
+            log.warning(
+                "broadcast input cannot be read to its end; placement paused",
+                partitions=[f"{t}/{p}" for t, p in stuck],
+            )
+            self._reader_stuck = True
+        elif self._reader_stuck and not stuck and caught_up:
+            self._reader_stuck = False
+            log.info("broadcast input read to its end again; placement resumes")
+        return self._reader_stuck
 
     def _place(self, record: Record, now: datetime, inputs: Mapping[str, int]) -> list[OutgoingRecord]:
         try:
