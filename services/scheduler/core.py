@@ -272,6 +272,7 @@ class SchedulerProcessor:
         self._reads: dict[str, Reads] = {}
         self._by_addon: dict[str, set[str]] = {}
         self._cel_scores: set[str] = set()
+        self._cel_keys: set[str] = set()  # placements with CEL predicates
         self.dirty: dict[str, Trigger] = {}
         self._timers: list[_Timer] = []
         self._timer_due: dict[tuple[str, str], float] = {}
@@ -429,13 +430,25 @@ class SchedulerProcessor:
             self._unindex_placement(key, old)
         self._by_namespace.setdefault(p.metadata.namespace, set()).add(key)
         self._reads[key] = Reads.of(p)
+        if self._reads[key].cel:
+            self._cel_keys.add(key)
         for res in _addon_resources(p):
             self._by_addon.setdefault(res, set()).add(key)
         if _uses_cel_scores(p):
             self._cel_scores.add(key)
 
+    def prepare(self, deadline: float) -> bool:
+        """Do ahead the CEL predicate verdicts of the dirty placements that have CEL, in evaluation
+        order, until `deadline` (time.perf_counter()); True when none is left (see
+        `scheduler.prepare`). Placements without CEL cost nothing here."""
+        for key in sorted(self.dirty.keys() & self._cel_keys):
+            if not self.engine.prepare(key, deadline):
+                return False
+        return True
+
     def _unindex_placement(self, key: str, p: Placement) -> None:
         self._reads.pop(key, None)
+        self._cel_keys.discard(key)
         self._by_namespace.get(p.metadata.namespace, set()).discard(key)
         for res in _addon_resources(p):
             self._by_addon.get(res, set()).discard(key)

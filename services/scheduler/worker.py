@@ -52,6 +52,8 @@ log = get_logger("fleetplace.scheduler")
 BROADCAST = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "decisions")
 # Placements evaluated between two turns of the event loop: about 0.1-0.2 s of engine time.
 EVALUATION_SLICE = 500
+PREPARE_STEP_S = 0.02  # CEL work between two pauses (at least one cluster's verdict)
+PREPARE_PAUSE_S = 0.005
 # What a dead letter keeps of the original (base64 makes it 4/3 larger): well under 1 MiB in all.
 DEADLETTER_VALUE_BYTES = 256 * 1024
 DEADLETTER_KEY_BYTES = 16 * 1024
@@ -436,6 +438,10 @@ class SchedulerWorker:
                 and self._placements_caught_up
                 and not self._check_stall(self._group)
             ):
+                # CEL verdicts, whose cost per cluster is bounded only by the cost limit, are done
+                # ahead in short steps, so heartbeats and the HTTP endpoints answer in between
+                while not self.processor.prepare(time.perf_counter() + PREPARE_STEP_S):
+                    await asyncio.sleep(PREPARE_PAUSE_S)  # long enough for I/O to make progress
                 t0 = time.perf_counter()
                 n = min(len(self.processor.dirty), EVALUATION_SLICE)
                 diffs = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)

@@ -21,7 +21,7 @@ from shared.api.ocm import (
     PlacementDecision,
 )
 from shared.placement.fleet import Fleet
-from shared.placement.scheduler import ScheduleResult, schedule
+from shared.placement.scheduler import ScheduleResult, prepare, schedule
 
 
 def apply_object(fleet: Fleet, obj: OcmObject, raw: Mapping[str, Any] | None = None) -> None:
@@ -81,6 +81,11 @@ class PlacementEngine:
             return None
         return schedule(placement, self.fleet, now, options=self.options)
 
+    def prepare(self, key: str, deadline: float) -> bool:
+        """See `scheduler.prepare`: True when the next `evaluate(key)` has nothing costly left."""
+        placement = self.fleet.placements.get(key)
+        return placement is None or prepare(placement, self.fleet, deadline)
+
     def commit(self, result: ScheduleResult) -> None:
         """Make `result` this placement's current decision (its PDs replaced, spec §6.5)."""
         if result.skipped is not None:
@@ -98,6 +103,7 @@ class PlacementEngine:
 
     def forget(self, key: str) -> None:
         self.fleet.cache.pop(("weights", key), None)
+        self.fleet.cache.pop(("compiled-predicates", key), None)
         namespace, _, name = key.partition("/")
         for source in self.fleet.decisions.sources_of(namespace, name):
             self.fleet.remove_decisions(source)

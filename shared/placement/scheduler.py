@@ -24,7 +24,7 @@ from shared.placement.framework import (
 )
 from shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
 from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from shared.placement.plugins.predicate import PredicateFilter
+from shared.placement.plugins.predicate import PredicateFilter, warm_predicates
 from shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
 from shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
 from shared.placement.weights import Weighted, WeightError, resolve
@@ -207,6 +207,26 @@ def _weights(placement: Placement, fleet: Fleet, options: EngineOptions) -> list
         raise
     fleet.cache[key] = (placement, options, weighted)
     return weighted
+
+
+def prepare(placement: Placement, fleet: Fleet, deadline: float) -> bool:
+    """Do ahead, in bounded steps, the part of the next `schedule` of this placement whose cost has
+    no bound worth the name: its CEL predicate verdicts (up to the cost limit per cluster). Works
+    until `time.perf_counter()` passes `deadline`; True when nothing is left. `schedule` gives the
+    same result whether or not this ran."""
+    meta = placement.metadata
+    if (
+        not placement.spec.predicates
+        or meta.deletion_timestamp is not None
+        or meta.annotations.get(DISABLE_ANNOTATION) == "true"
+    ):
+        return True
+    _, eligible = _eligible(placement, fleet)
+    try:
+        slots = fleet.candidates(eligible)
+    except SetSelectorError:
+        return True
+    return warm_predicates(fleet, placement, slots, deadline)
 
 
 def schedule(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from shared.api.ocm import ClusterPredicate
+from shared.api.ocm import ClusterPredicate, Placement
 from shared.placement.fleet import ClusterInfo, Fleet
 from shared.placement.framework import (
     Code,
@@ -97,7 +98,7 @@ def matches(fleet: Fleet, pred: CompiledPredicate, info: ClusterInfo) -> bool:
     return True
 
 
-def _verdicts(fleet: Fleet, pred: CompiledPredicate, slots: IntArray) -> npt.NDArray[np.int8]:
+def _verdict_state(fleet: Fleet, pred: CompiledPredicate) -> npt.NDArray[np.int8]:
     """Per-slot verdicts (-1 unknown), cached per (predicate, cluster version)."""
     key = ("predicate", pred.key)
     hit = fleet.cache.get(key)
@@ -112,11 +113,45 @@ def _verdicts(fleet: Fleet, pred: CompiledPredicate, slots: IntArray) -> npt.NDA
             elif changed:
                 state[np.asarray(changed, dtype=np.int64)] = -1
     fleet.cache[key] = (fleet.version, state)
-    sub = state[slots]
-    unknown = slots[sub < 0]
-    for s in unknown.tolist():
+    return state
+
+
+def _verdicts(fleet: Fleet, pred: CompiledPredicate, slots: IntArray) -> npt.NDArray[np.int8]:
+    state = _verdict_state(fleet, pred)
+    for s in slots[state[slots] < 0].tolist():
         state[s] = 1 if matches(fleet, pred, fleet.clusters[fleet.name_of(s)]) else 0
     return state
+
+
+def warm_predicates(fleet: Fleet, placement: Placement, slots: IntArray, deadline: float) -> bool:
+    """Compute the CEL verdicts the filter will need for `slots` until `time.perf_counter()` passes
+    `deadline`; True when none is left. The verdicts land in the cache `filter` reads, so a caller
+    (the worker) can spread an expensive CEL evaluation over short steps with other work between
+    them, and the schedule that follows finds them done. Label and claim verdicts are cheap and left
+    to the filter."""
+    if not placement.spec.predicates or len(slots) == 0:
+        return True
+    key = ("compiled-predicates", placement.key)
+    hit = fleet.cache.get(key)
+    if hit is not None and hit[0] is placement:
+        preds: list[CompiledPredicate] = hit[1]
+    else:
+        try:
+            preds = compile_predicates(placement.spec.predicates)
+        except PredicateConfigError:
+            preds = []  # the filter reports it; nothing to compute
+        fleet.cache[key] = (placement, preds)
+    if any(p.labels.is_everything and p.claims.is_everything and not p.cel for p in preds):
+        return True  # the filter keeps every cluster without looking at the rest
+    for pred in preds:
+        if not pred.cel:
+            continue
+        state = _verdict_state(fleet, pred)
+        for s in slots[state[slots] < 0].tolist():
+            state[s] = 1 if matches(fleet, pred, fleet.clusters[fleet.name_of(s)]) else 0
+            if time.perf_counter() > deadline:
+                return False
+    return True
 
 
 class PredicateFilter:
