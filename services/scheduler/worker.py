@@ -16,7 +16,7 @@ import dataclasses
 import gc
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,6 +54,7 @@ BROADCAST = ("clusters", "taints", "scores", "clustersets", "clustersetbindings"
 EVALUATION_SLICE = 500
 PREPARE_STEP_S = 0.02  # CEL work between two pauses (at least one cluster's verdict)
 PREPARE_PAUSE_S = 0.005
+CONSUME_STEP_S = 0.05  # records applied between two turns of the event loop
 # What a dead letter keeps of the original (base64 makes it 4/3 larger): well under 1 MiB in all.
 DEADLETTER_VALUE_BYTES = 256 * 1024
 DEADLETTER_KEY_BYTES = 16 * 1024
@@ -299,8 +300,7 @@ class SchedulerWorker:
                     batch = reader_poll.result()
                     reader_poll = None
                     self.metrics.lag.set(reader.lag())
-                    for record in batch.records:
-                        outgoing.extend(self._consume(record))
+                    await self._consume_all(batch.records, outgoing)
                     if batch.caught_up:
                         self._need_catchup = False
                         if not self._ready:
@@ -314,8 +314,7 @@ class SchedulerWorker:
                 if group_poll in done:
                     records = group_poll.result()
                     group_poll = None
-                    for record in records:
-                        outgoing.extend(self._consume(record))
+                    await self._consume_all(records, outgoing)
                     placements_idle = not records
                 if placements_idle and not self._placements_caught_up and self._assigned:
                     self._placements_caught_up = await caught_up(group, sorted(self._assigned))
@@ -355,6 +354,18 @@ class SchedulerWorker:
         elif self._reader_stuck and caught_up:
             self._reader_stuck = False
             log.info("broadcast input read to its end again; evaluation resumes")
+
+    async def _consume_all(self, records: Iterable[Record], outgoing: list[OutgoingRecord]) -> None:
+        """Apply a polled batch (up to tens of thousands of records), letting the event loop turn
+        every CONSUME_STEP_S so heartbeats and the HTTP endpoints are not held for seconds. Records
+        of partitions revoked meanwhile are still applied, but their placements are no longer
+        owned, so nothing is evaluated for them."""
+        step_end = time.perf_counter() + CONSUME_STEP_S
+        for record in records:
+            outgoing.extend(self._consume(record))
+            if time.perf_counter() > step_end:
+                await asyncio.sleep(0)
+                step_end = time.perf_counter() + CONSUME_STEP_S
 
     def _consume(self, record: Record) -> list[OutgoingRecord]:
         topic = self.topics.unprefixed(record.topic)

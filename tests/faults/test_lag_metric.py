@@ -13,11 +13,15 @@ from shared.settings import KafkaSettings, Settings
 class _Reader:
     """Stands in for the BroadcastReader: 7 records behind, nothing new in this poll."""
 
-    def __init__(self, worker: SchedulerWorker) -> None:
+    def __init__(self, worker: SchedulerWorker, stuck: list[tuple[str, int]] | None = None) -> None:
         self.worker = worker
+        self._stuck = stuck or []
 
     def lag(self) -> int:
         return 7
+
+    def stuck(self) -> list[tuple[str, int]]:
+        return self._stuck
 
     async def poll(self) -> Batch:
         self.worker.stop()  # one loop iteration
@@ -33,3 +37,13 @@ async def test_broadcast_lag_gauge_reports_the_readers_backlog() -> None:
     worker = SchedulerWorker(Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), http_port=0))
     await worker._loop(_Reader(worker), _Group())  # type: ignore[arg-type]
     assert worker.registry.get_sample_value("fleetplace_broadcast_lag_records") == 7
+
+
+async def test_a_stuck_partition_pauses_evaluation_and_readiness() -> None:
+    worker = SchedulerWorker(Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), http_port=0))
+    worker._ready = True  # as after the initial load
+    worker._need_catchup = False
+    await worker._loop(_Reader(worker, stuck=[("fleetplace.clusters", 3)]), _Group())  # type: ignore[arg-type]
+    assert worker.registry.get_sample_value("fleetplace_broadcast_stuck_partitions") == 1
+    assert worker._need_catchup  # nothing is evaluated until the reader has caught up again
+    assert not worker.ready
