@@ -29,6 +29,9 @@ class _Reader:
     def lag(self) -> int:
         return 0
 
+    def stuck(self) -> list[tuple[str, int]]:
+        return []
+
     async def poll(self) -> Batch:
         self.worker.stop()  # one loop iteration
         return Batch((), True)
