@@ -48,6 +48,14 @@ def test_explanation_names_the_spread_term_that_kept_a_cluster_out() -> None:
     assert "spreadConstraints[0] (Label region, maxSkew 1, DoNotSchedule)" in out["spread"]
 
 
+def exact(builtin: str, weight: int = 1) -> dict[str, Any]:
+    """An Exact-mode prioritizer policy with one built-in prioritizer."""
+    return {
+        "mode": "Exact",
+        "configurations": [{"scoreCoordinate": {"type": "BuiltIn", "builtIn": builtin}, "weight": weight}],
+    }
+
+
 def fleet_doc(
     clusters: list[tuple[str, str | None, str | None, int]], spec: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -120,12 +128,7 @@ def test_do_not_schedule_terms_never_exceed_max_skew_and_order_does_not_matter(
     ]
     spec = {
         "numberOfClusters": n,
-        "prioritizerPolicy": {
-            "mode": "Exact",
-            "configurations": [
-                {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableCPU"}, "weight": 1}
-            ],
-        },
+        "prioritizerPolicy": exact("ResourceAllocatableCPU"),
         "spreadPolicy": {"spreadConstraints": spread},
     }
     objs = fleet_doc(named, spec)
@@ -198,12 +201,7 @@ def test_schedule_anyway_terms_are_relaxed_from_the_last_index() -> None:
     ]
     spec = {
         "numberOfClusters": 2,
-        "prioritizerPolicy": {
-            "mode": "Exact",
-            "configurations": [
-                {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableCPU"}, "weight": 1}
-            ],
-        },
+        "prioritizerPolicy": exact("ResourceAllocatableCPU"),
         "spreadPolicy": {"spreadConstraints": soft},
     }
     assert list(run(fleet_doc(clusters, spec)).decisions) == ["a", "c"]
@@ -230,12 +228,7 @@ def test_spread_selection_equals_the_naive_greedy_rule(
     named = [(f"c{i:02d}", r, z, cpu) for i, (r, z, cpu) in enumerate(clusters)]
     spec = {
         "numberOfClusters": n,
-        "prioritizerPolicy": {
-            "mode": "Exact",
-            "configurations": [
-                {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableCPU"}, "weight": 1}
-            ],
-        },
+        "prioritizerPolicy": exact("ResourceAllocatableCPU"),
         "spreadPolicy": {
             "spreadConstraints": [
                 {
@@ -305,12 +298,7 @@ def test_prefer_no_select_is_ignored_by_default_and_penalised_when_on() -> None:
 def test_taint_toleration_prioritizer_is_configurable_only_when_the_penalty_is_on() -> None:
     cfg = {
         "numberOfClusters": 1,
-        "prioritizerPolicy": {
-            "mode": "Exact",
-            "configurations": [
-                {"scoreCoordinate": {"type": "BuiltIn", "builtIn": "TaintToleration"}, "weight": 3}
-            ],
-        },
+        "prioritizerPolicy": exact("TaintToleration", 3),
     }
     objs = fleet_doc([("a", None, None, 8), ("b", None, None, 8)], cfg)
     objs[2]["spec"] = {"taints": [{"key": "spot", "effect": "PreferNoSelect"}]}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 from collections import Counter
 
 import pytest
@@ -19,7 +18,7 @@ from aiokafka import TopicPartition
 
 from shared.bus.kafka import make_consumer, partitions_of, start_client
 from shared.bus.topics import Topics
-from tests.queue_worker.test_worker import USER_RULE, Bus, app, partition, start_worker
+from tests.queue_worker.test_worker import USER_RULE, Bus, app, partition, start_worker, stop_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -39,16 +38,6 @@ async def committed_total(broker: str, topics: Topics) -> int:
         return total
     finally:
         await consumer.stop()
-
-
-def stop(worker: subprocess.Popen[bytes]) -> None:
-    if worker.poll() is None:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
 
 
 @pytest.mark.timeout(240)
@@ -82,7 +71,7 @@ async def test_queue_placer_killed_between_publishing_and_committing(broker: str
             await bus.wait_for(lambda: len(bus.by_app()) == len(apps), "every application placed", 150)
             await asyncio.sleep(1.5)  # a second placement of anything would arrive now
         finally:
-            stop(worker)
+            stop_worker(worker)
         counts = Counter(p["applicationID"] for p in bus.placements)
         assert max(counts.values()) == 1, [a for a, n in counts.items() if n > 1][:5]
         placed = bus.by_app()
