@@ -18,7 +18,8 @@ from aiokafka import TopicPartition
 
 from shared.bus.kafka import make_consumer, partitions_of, start_client
 from shared.bus.topics import Topics
-from tests.queue_worker.test_worker import USER_RULE, Bus, app, partition, start_worker, stop_worker
+from tests.proc import stop_process
+from tests.queue_worker.test_worker import USER_RULE, Bus, app, partition, start_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -71,7 +72,7 @@ async def test_queue_placer_killed_between_publishing_and_committing(broker: str
             await bus.wait_for(lambda: len(bus.by_app()) == len(apps), "every application placed", 150)
             await asyncio.sleep(1.5)  # a second placement of anything would arrive now
         finally:
-            stop_worker(worker)
+            stop_process(worker)
         counts = Counter(p["applicationID"] for p in bus.placements)
         assert max(counts.values()) == 1, [a for a, n in counts.items() if n > 1][:5]
         placed = bus.by_app()

@@ -21,6 +21,7 @@ from shared.bus.kafka import BroadcastReader, make_producer, send_all, start_cli
 from shared.bus.records import OutgoingRecord
 from shared.bus.topics import Topics
 from shared.settings import KafkaSettings, Settings
+from tests.proc import stop_process
 
 pytestmark = pytest.mark.integration
 
@@ -219,17 +220,6 @@ def start_worker(
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def stop_worker(worker: subprocess.Popen[bytes]) -> None:
-    """SIGTERM (a clean stop), SIGKILL if it does not stop within 20 s; by PID, never by name."""
-    if worker.poll() is None:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
-
-
 async def test_a_killed_worker_restarts_placing_nothing_twice_and_losing_nothing(
     broker: str, topics: Topics
 ) -> None:
@@ -247,7 +237,7 @@ async def test_a_killed_worker_restarts_placing_nothing_twice_and_losing_nothing
             await bus.wait_for(lambda: len(bus.by_app()) == 300, "all 300 placed", timeout=150)
             await asyncio.sleep(1.0)  # anything placed twice would arrive now
         finally:
-            stop_worker(worker)
+            stop_process(worker)
         counts = Counter(p["applicationID"] for p in bus.placements)
         assert max(counts.values()) == 1, [a for a, n in counts.items() if n > 1][:5]
         assert all(bus.by_app()[a["applicationID"]]["queue"] == f"root.{a['user']}" for a in apps)

@@ -15,6 +15,7 @@ import pytest
 from shared.api.objects import parse_object
 from shared.bus.topics import Topics
 from shared.placement import PlacementEngine, apply_object
+from tests.proc import stop_process
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement
 
 pytestmark = pytest.mark.integration
@@ -104,11 +105,5 @@ async def test_sigkilled_worker_is_replaced_and_every_decision_is_right(broker: 
                 assert all(a != b for a, b in itertools.pairwise(states)), f"{key}: same state twice"
     finally:
         for w in (w1, w2):
-            if w.poll() is None:
-                w.send_signal(signal.SIGTERM)
-                try:
-                    w.wait(20)
-                except subprocess.TimeoutExpired:
-                    w.kill()
-                    w.wait()
+            stop_process(w)
     assert w2.returncode == 0, (w2.stderr.read() if w2.stderr else b"").decode()[-2000:]

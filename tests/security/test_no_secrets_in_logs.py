@@ -5,7 +5,6 @@ secret appears, on the happy path and on the error paths (bad settings, a failed
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 
 from shared.bus.broker import free_port
 from shared.bus.topics import Topics
+from tests.proc import stop_process
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement
 
 pytestmark = pytest.mark.integration
@@ -88,12 +88,7 @@ async def test_a_running_worker_logs_json_without_its_secrets(
             assert _get(f"http://127.0.0.1:{port}/debug/placements/ns1/p", "wrong") == 401
             assert _get(f"http://127.0.0.1:{port}/metrics") == 200
     finally:
-        worker.send_signal(signal.SIGTERM)
-        try:
-            worker.wait(30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        stop_process(worker, timeout=30)
     output = log_path.read_text()
     _assert_clean(output)
     lines = [orjson.loads(line) for line in output.splitlines() if line.strip()]  # every line is JSON
