@@ -215,8 +215,11 @@ class QueueWorker:
             batch = await reader.poll()
             for record in batch.records:
                 await self._broadcast(record, producer)
-            if self._held_up(reader, batch.caught_up):
-                continue  # no application is placed against a partial view of what is placed
+            # fail safe, as in the scheduler: while a queue-configs or app-placements partition
+            # cannot be read to its end, placing could use an old rule set or place an app twice
+            self._reader_stuck = reader.held_up
+            if self._reader_stuck:
+                continue
             records = await poll(group, timeout_ms=100, max_records=5000)
             if not records:
                 continue
@@ -234,21 +237,6 @@ class QueueWorker:
             await send_all(producer, outgoing)  # acknowledged before the offsets are committed
             self._failpoint.reach("queues.before-commit")
             await group.commit(offsets)
-
-    def _held_up(self, reader: BroadcastReader, caught_up: bool) -> bool:
-        """Fail safe, as in the scheduler: while a `queue-configs` or `app-placements` partition
-        cannot be read to its end, placing could use an old rule set or place an application twice."""
-        stuck = reader.stuck()
-        if stuck and not self._reader_stuck:
-            log.warning(
-                "broadcast input cannot be read to its end; placement paused",
-                partitions=[f"{t}/{p}" for t, p in stuck],
-            )
-            self._reader_stuck = True
-        elif self._reader_stuck and not stuck and caught_up:
-            self._reader_stuck = False
-            log.info("broadcast input read to its end again; placement resumes")
-        return self._reader_stuck
 
     def _place(self, record: Record, now: datetime, inputs: Mapping[str, int]) -> list[OutgoingRecord]:
         try:

@@ -309,7 +309,7 @@ class SchedulerWorker:
                             gc.collect()
                             gc.freeze()
                         self._ready = True
-                    self._check_stuck(reader, batch.caught_up)
+                    self._check_stuck(reader)
                 placements_idle = False
                 if group_poll in done:
                     records = group_poll.result()
@@ -337,23 +337,14 @@ class SchedulerWorker:
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
 
-    def _check_stuck(self, reader: BroadcastReader, caught_up: bool) -> None:
+    def _check_stuck(self, reader: BroadcastReader) -> None:
         """Fail safe: a broadcast partition the broker reports records for but does not hand out
         means the state is incomplete, and decisions computed from it could move workloads wrongly.
         Evaluation then pauses (and /readyz says 503) until the reader has caught up again."""
-        stuck = reader.stuck()
-        self.metrics.stuck.set(len(stuck))
-        if stuck:
-            if not self._reader_stuck:
-                log.warning(
-                    "broadcast input cannot be read to its end; evaluation paused",
-                    partitions=[f"{t}/{p}" for t, p in stuck],
-                )
-            self._reader_stuck = True
+        self.metrics.stuck.set(len(reader.stuck()))
+        self._reader_stuck = reader.held_up
+        if self._reader_stuck:
             self._need_catchup = True
-        elif self._reader_stuck and caught_up:
-            self._reader_stuck = False
-            log.info("broadcast input read to its end again; evaluation resumes")
 
     async def _consume_all(self, records: Iterable[Record], outgoing: list[OutgoingRecord]) -> None:
         """Apply a polled batch (up to tens of thousands of records), letting the event loop turn

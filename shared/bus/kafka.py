@@ -25,7 +25,10 @@ from aiokafka.protocol.group import LeaveGroupRequest
 
 from shared.bus.errors import BusConfigError, BusConnectionError, TopicLayoutError
 from shared.bus.records import Delivered, OutgoingRecord, Record, decode_key_lossless
+from shared.logging import get_logger
 from shared.settings import KafkaSettings
+
+log = get_logger("fleetplace.bus")
 
 TP = tuple[str, int]
 """A (topic, partition) pair. aiokafka's TopicPartition is a NamedTuple, so the two compare equal."""
@@ -326,6 +329,7 @@ class BroadcastReader:
         self.watermark = Watermark(prefix)
         # per partition below its high watermark: (position, polls without progress, since when)
         self._behind: dict[TP, tuple[int, int, float]] = {}
+        self._held_up = False
 
     @property
     def partitions(self) -> list[TP]:
@@ -386,14 +390,18 @@ class BroadcastReader:
                 self.watermark.advance(record)
             self._caught_up = False
             await self._track_progress()
+            self._update_held_up()
             return Batch(tuple(records), False)
-        self._mark_caught_up(await caught_up(self._consumer, self._tps))
-        await self._track_progress()
+        # after a poll that returned nothing, at the end of every partition = caught up
+        self._mark_caught_up(await self._track_progress())
+        self._update_held_up()
         return Batch((), self._caught_up)
 
-    async def _track_progress(self) -> None:
-        """Note, per partition below its high watermark, how many polls it has gone without moving."""
+    async def _track_progress(self) -> bool:
+        """Note, per partition below its high watermark, how many polls it has gone without moving;
+        True when every partition's position has reached its high watermark (see `caught_up`)."""
         now = time.monotonic()
+        at_end = True
         for topic, partition in self._tps:
             tp = TopicPartition(topic, partition)
             hw = self._consumer.highwater(tp)
@@ -401,12 +409,33 @@ class BroadcastReader:
             key = (topic, partition)
             if hw is None or position >= hw:
                 self._behind.pop(key, None)
+                at_end = at_end and hw is not None
                 continue
+            at_end = False
             last = self._behind.get(key)
             if last is None or last[0] != position:
                 self._behind[key] = (position, 0, now)
             else:
                 self._behind[key] = (position, last[1] + 1, last[2])
+        return at_end
+
+    def _update_held_up(self) -> None:
+        stuck = self.stuck()
+        if stuck and not self._held_up:
+            self._held_up = True
+            log.warning(
+                "broadcast input cannot be read to its end; held up until it is",
+                partitions=[f"{t}/{p}" for t, p in stuck],
+            )
+        elif self._held_up and not stuck and self._caught_up:
+            self._held_up = False
+            log.info("broadcast input read to its end again")
+
+    @property
+    def held_up(self) -> bool:
+        """Set when a partition is `stuck`, cleared once the reader has caught up again: while it is
+        set, state built from this reader is incomplete and must not be decided on."""
+        return self._held_up
 
     def stuck(self, polls: int = 20, seconds: float = 5.0) -> list[TP]:
         """Partitions below their high watermark that have not moved for `polls` polls and `seconds`:

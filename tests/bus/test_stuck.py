@@ -61,3 +61,24 @@ async def test_progress_or_reaching_the_end_clears_it(reader: tuple[BroadcastRea
     offsets.pos[("clusters", 1)] = 5  # at the end
     await r._track_progress()
     assert r.stuck(polls=1, seconds=0) == []
+
+
+async def test_held_up_from_a_stuck_partition_until_caught_up_again(
+    reader: tuple[BroadcastReader, Offsets],
+) -> None:
+    r, offsets = reader
+    for _ in range(25):
+        await r._track_progress()
+    r._update_held_up()
+    assert not r.held_up  # stuck() counts 5 s too: not yet
+    r._behind = {tp: (pos, n, since - 10) for tp, (pos, n, since) in r._behind.items()}
+    r._update_held_up()
+    assert r.held_up
+    offsets.pos[("clusters", 1)] = 4  # moving again, but not at the end: still held up
+    await r._track_progress()
+    r._update_held_up()
+    assert r.held_up
+    offsets.pos[("clusters", 1)] = 5
+    r._mark_caught_up(await r._track_progress())
+    r._update_held_up()
+    assert not r.held_up

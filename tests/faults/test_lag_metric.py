@@ -23,6 +23,10 @@ class _Reader:
     def stuck(self) -> list[tuple[str, int]]:
         return self._stuck
 
+    @property
+    def held_up(self) -> bool:
+        return bool(self._stuck)
+
     async def poll(self) -> Batch:
         self.worker.stop()  # one loop iteration
         return Batch((), False)

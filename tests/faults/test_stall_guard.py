@@ -32,6 +32,8 @@ class _Reader:
     def stuck(self) -> list[tuple[str, int]]:
         return []
 
+    held_up = False
+
     async def poll(self) -> Batch:
         self.worker.stop()  # one loop iteration
         return Batch((), True)
