@@ -21,7 +21,7 @@ from shared.api.ocm import (
     PlacementDecision,
 )
 from shared.placement.fleet import Fleet
-from shared.placement.scheduler import ScheduleResult, prepare, schedule
+from shared.placement.scheduler import ScheduleResult, forget, prepare, schedule
 
 
 def apply_object(fleet: Fleet, obj: OcmObject, raw: Mapping[str, Any] | None = None) -> None:
@@ -102,8 +102,7 @@ class PlacementEngine:
         self.fleet.set_decisions(f"placement:{key}", namespace, name, clusters)
 
     def forget(self, key: str) -> None:
-        self.fleet.cache.pop(("weights", key), None)
-        self.fleet.cache.pop(("compiled-predicates", key), None)
+        forget(self.fleet, key)
         namespace, _, name = key.partition("/")
         for source in self.fleet.decisions.sources_of(namespace, name):
             self.fleet.remove_decisions(source)

@@ -24,7 +24,7 @@ from shared.placement.framework import (
 )
 from shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
 from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from shared.placement.plugins.predicate import PredicateFilter, warm_predicates
+from shared.placement.plugins.predicate import PredicateFilter, forget_compiled, warm_predicates
 from shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
 from shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
 from shared.placement.weights import Weighted, WeightError, resolve
@@ -207,6 +207,12 @@ def _weights(placement: Placement, fleet: Fleet, options: EngineOptions) -> list
         raise
     fleet.cache[key] = (placement, options, weighted)
     return weighted
+
+
+def forget(fleet: Fleet, key: str) -> None:
+    """Drop what is kept for one placement across schedules (it was deleted)."""
+    fleet.cache.pop(("weights", key), None)
+    forget_compiled(fleet, key)
 
 
 def prepare(placement: Placement, fleet: Fleet, deadline: float) -> bool:

@@ -98,8 +98,33 @@ def matches(fleet: Fleet, pred: CompiledPredicate, info: ClusterInfo) -> bool:
     return True
 
 
-def _verdict_state(fleet: Fleet, pred: CompiledPredicate) -> npt.NDArray[np.int8]:
-    """Per-slot verdicts (-1 unknown), cached per (predicate, cluster version)."""
+def compiled_predicates(fleet: Fleet, placement: Placement) -> list[CompiledPredicate]:
+    """`compile_predicates` of this Placement object, done once for it (and its error, raised again
+    as PredicateConfigError each time)."""
+    key = ("compiled-predicates", placement.key)
+    hit = fleet.cache.get(key)
+    if hit is None or hit[0] is not placement:
+        try:
+            hit = (placement, compile_predicates(placement.spec.predicates))
+        except PredicateConfigError as e:
+            hit = (placement, str(e))
+        fleet.cache[key] = hit
+    if isinstance(hit[1], str):
+        raise PredicateConfigError(hit[1])
+    compiled: list[CompiledPredicate] = hit[1]
+    return compiled
+
+
+def forget_compiled(fleet: Fleet, key: str) -> None:
+    fleet.cache.pop(("compiled-predicates", key), None)
+
+
+def _verdicts(
+    fleet: Fleet, pred: CompiledPredicate, slots: IntArray, deadline: float | None = None
+) -> npt.NDArray[np.int8]:
+    """Per-slot verdicts (-1 unknown), cached per (predicate, cluster version), with those of
+    `slots` computed; with a `deadline` (time.perf_counter()), computing stops once it has passed
+    and the rest stay unknown."""
     key = ("predicate", pred.key)
     hit = fleet.cache.get(key)
     if hit is None or len(hit[1]) != fleet.capacity:
@@ -113,13 +138,10 @@ def _verdict_state(fleet: Fleet, pred: CompiledPredicate) -> npt.NDArray[np.int8
             elif changed:
                 state[np.asarray(changed, dtype=np.int64)] = -1
     fleet.cache[key] = (fleet.version, state)
-    return state
-
-
-def _verdicts(fleet: Fleet, pred: CompiledPredicate, slots: IntArray) -> npt.NDArray[np.int8]:
-    state = _verdict_state(fleet, pred)
     for s in slots[state[slots] < 0].tolist():
         state[s] = 1 if matches(fleet, pred, fleet.clusters[fleet.name_of(s)]) else 0
+        if deadline is not None and time.perf_counter() > deadline:
+            break
     return state
 
 
@@ -131,26 +153,15 @@ def warm_predicates(fleet: Fleet, placement: Placement, slots: IntArray, deadlin
     to the filter."""
     if not placement.spec.predicates or len(slots) == 0:
         return True
-    key = ("compiled-predicates", placement.key)
-    hit = fleet.cache.get(key)
-    if hit is not None and hit[0] is placement:
-        preds: list[CompiledPredicate] = hit[1]
-    else:
-        try:
-            preds = compile_predicates(placement.spec.predicates)
-        except PredicateConfigError:
-            preds = []  # the filter reports it; nothing to compute
-        fleet.cache[key] = (placement, preds)
+    try:
+        preds = compiled_predicates(fleet, placement)
+    except PredicateConfigError:
+        return True  # the filter reports it; nothing to compute
     if any(p.labels.is_everything and p.claims.is_everything and not p.cel for p in preds):
         return True  # the filter keeps every cluster without looking at the rest
     for pred in preds:
-        if not pred.cel:
-            continue
-        state = _verdict_state(fleet, pred)
-        for s in slots[state[slots] < 0].tolist():
-            state[s] = 1 if matches(fleet, pred, fleet.clusters[fleet.name_of(s)]) else 0
-            if time.perf_counter() > deadline:
-                return False
+        if pred.cel and (_verdicts(fleet, pred, slots, deadline)[slots] < 0).any():
+            return False
     return True
 
 
@@ -158,12 +169,7 @@ class PredicateFilter:
     name = NAME
 
     def _compiled(self, ctx: ScheduleContext) -> list[CompiledPredicate]:
-        hit = ctx.scratch.get("predicates")
-        if hit is None:
-            hit = compile_predicates(ctx.placement.spec.predicates)
-            ctx.scratch["predicates"] = hit
-        compiled: list[CompiledPredicate] = hit
-        return compiled
+        return compiled_predicates(ctx.fleet, ctx.placement)
 
     def filter(self, ctx: ScheduleContext, slots: IntArray) -> FilterResult:
         # spec §4.1: no predicates or no candidates -> unchanged, and no validation at all
