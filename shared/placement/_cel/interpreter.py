@@ -66,8 +66,9 @@ def compile_program(node: ast.Node) -> Program:
     if isinstance(node, ast.Call):
         return _call(node)
     if isinstance(node, ast.ListLit):
-        if not node.optional_indices and all(isinstance(e, ast.Literal) for e in node.elements):
-            return _constant_list([e.value for e in node.elements])  # type: ignore[attr-defined]
+        literals = [e.value for e in node.elements if isinstance(e, ast.Literal)]
+        if not node.optional_indices and len(literals) == len(node.elements):
+            return _constant_list(literals)
         return _list(tuple(compile_program(e) for e in node.elements), node.optional_indices)
     if isinstance(node, ast.MapLit):
         return _map(
