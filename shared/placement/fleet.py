@@ -541,10 +541,8 @@ class Fleet:
         self._score_columns[key] = col
         return col
 
-    def _score_cell(
-        self, col: _ScoreColumn, slot: int, resource: str, score_name: str, cluster: str | None = None
-    ) -> None:
-        name = self._names[slot] if cluster is None else cluster
+    def _score_cell(self, col: _ScoreColumn, slot: int, resource: str, score_name: str) -> None:
+        name = self._names[slot]
         data = self._score_data.get((name, resource)) if name is not None else None
         if data is None:
             col.values[slot], col.present[slot], col.valid_until[slot] = 0, False, np.inf
