@@ -17,9 +17,7 @@ from shared.placement.framework import (
     SUCCESS,
     Code,
     Filter,
-    IntArray,
     ScheduleContext,
-    ScoreResult,
     Status,
 )
 from shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
@@ -27,6 +25,7 @@ from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from shared.placement.plugins.predicate import PredicateFilter, forget_compiled, warm_predicates
 from shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
 from shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
+from shared.placement.totals import Totals, aborted, totals
 from shared.placement.weights import Weighted, WeightError, resolve
 
 FILTERS: tuple[Filter, ...] = (PredicateFilter(), TaintTolerationFilter())
@@ -59,11 +58,9 @@ class ScheduleResult:
     skipped: str | None = None  # the run did nothing (disabled, deleting, a broken set)
     _spread: Any = field(default=None, repr=False)  # SpreadOutcome when spread constraints applied
     _selected_totals: tuple[int, ...] = field(default=(), repr=False)  # aligned with `selected`
-    _totals: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     _slot_names: Any = field(default=None, repr=False)  # the fleet's slot -> name snapshot
     _post: Any = field(default=None, repr=False)  # post-filter slots, unordered
-    _keys: Any = field(default=None, repr=False)  # their rank keys
-    _prioritizers: tuple[tuple[str, int, Any, Any], ...] = field(default=(), repr=False)
+    _scored: Totals | None = field(default=None, repr=False)  # their scores, arrays built on demand
 
     @cached_property
     def available(self) -> tuple[str, ...]:
@@ -81,15 +78,15 @@ class ScheduleResult:
     @cached_property
     def ranked(self) -> tuple[str, ...]:
         """Post-filter clusters by total descending, then name."""
-        if self._post is None or self._keys is None:
+        if self._post is None or self._scored is None:
             return ()
-        return tuple(self._slot_names[self._post[np.argsort(self._keys)]].tolist())
+        return tuple(self._slot_names[self._post[self._scored.top(None)]].tolist())
 
     @cached_property
     def _names(self) -> tuple[str, ...]:
         return tuple(self._slot_names[self._post].tolist()) if self._post is not None else ()
 
-    @property
+    @cached_property
     def decisions(self) -> tuple[str, ...]:
         """Cluster names in the order they appear across the PlacementDecision pages."""
         return tuple(n for p in self.pages for n in p.clusters)
@@ -101,11 +98,18 @@ class ScheduleResult:
     @cached_property
     def scores(self) -> dict[str, int]:
         """Total weighted score of every post-filter cluster (empty when scheduling aborted)."""
-        return dict(zip(self._names, self._totals.tolist(), strict=True))
+        if self._scored is None:
+            return {}
+        return dict(zip(self._names, self._scored.totals.tolist(), strict=True))
 
     def scores_of(self, names: set[str]) -> dict[str, int]:
         """Total scores of these clusters (those that passed the filters); cheap for the selected."""
         out = {n: s for n, s in zip(self.selected, self._selected_totals, strict=False) if n in names}
+        if len(out) < len(names) and self._scored is not None:  # this placement's previous decisions
+            for i, total in self._scored.known().items():
+                name = self._slot_names[self._post[i]]
+                if name in names:
+                    out[name] = total
         if len(out) < len(names):
             scores = self.scores
             out.update((n, scores[n]) for n in names - out.keys() if n in scores)
@@ -114,7 +118,7 @@ class ScheduleResult:
     @cached_property
     def prioritizers(self) -> tuple[PrioritizerScores, ...]:
         out = []
-        for name, weight, scores, has in self._prioritizers:
+        for name, weight, scores, has in self._scored.rows if self._scored is not None else ():
             vals = scores.tolist()
             mask = [True] * len(vals) if has is None else has.tolist()
             out.append(
@@ -147,50 +151,6 @@ def _eligible(placement: Placement, fleet: Fleet) -> tuple[int, tuple[str, ...]]
     wanted = placement.spec.cluster_sets
     eligible = bound & set(wanted) if wanted else bound
     return len(bound), tuple(sorted(eligible))
-
-
-def _rank_keys(fleet: Fleet, slots: IntArray, totals: IntArray) -> IntArray:
-    """Ascending keys for total descending, then cluster name ascending (spec §5.6)."""
-    rank = fleet.rank[slots]
-    if len(totals) == 0 or int(np.abs(totals).max()) < (1 << 30):
-        return rank - totals * (1 << 32)
-    # unclamped add-on values times int32 weights (§5.5) overflow the packed key: dense keys instead
-    keys = np.empty(len(totals), dtype=np.int64)
-    keys[np.lexsort((rank, -totals))] = np.arange(len(totals), dtype=np.int64)
-    return keys
-
-
-def _top(keys: IntArray, n: int | None) -> IntArray:
-    """Indices of the best `n` keys in rank order, without sorting everything."""
-    if n is None or n >= len(keys):
-        return np.argsort(keys).astype(np.int64)
-    if n <= 0:
-        return np.zeros(0, dtype=np.int64)
-    part = np.argpartition(keys, n - 1)[:n]
-    return part[np.argsort(keys[part])].astype(np.int64)
-
-
-SHARED_SCORES_KEPT = 4096
-
-
-def _score(w: Weighted, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
-    """Run a prioritizer; results that do not depend on the placement (resources, AddOn scores)
-    are shared by every placement with the same post-filter clusters until the fleet changes."""
-    if not getattr(w.prioritizer, "placement_independent", False):
-        return w.prioritizer.score(ctx, slots)
-    fleet = ctx.fleet
-    shared: dict[Any, Any] = fleet.cache.setdefault("shared-scores", {})
-    key = (w.prioritizer.name, id(slots))
-    stamp = (fleet.version, fleet.score_version, ctx.now_ts)
-    hit = shared.get(key)
-    if hit is not None and hit[0] is slots and hit[1] == stamp:
-        result: ScoreResult = hit[2]
-        return result
-    result = w.prioritizer.score(ctx, slots)
-    if len(shared) >= SHARED_SCORES_KEPT:  # stale entries (older fleet versions) go in one sweep
-        shared.clear()
-    shared[key] = (slots, stamp, result)
-    return result
 
 
 def _weights(placement: Placement, fleet: Fleet, options: EngineOptions) -> list[Weighted]:
@@ -283,21 +243,13 @@ def schedule(
             status = e.status
             slots = empty
 
-    totals = np.zeros(len(slots), dtype=np.int64)
-    prioritizer_rows: list[tuple[str, int, Any, Any]] = []
-    if not status.aborts:
-        for w in weighted:
-            r = _score(w, ctx, slots)
-            if r.status.aborts:
-                status = r.status
-                slots, totals, prioritizer_rows = empty, np.zeros(0, dtype=np.int64), []
-                break
-            if r.status.code is Code.WARNING:
-                status = r.status
-            totals = totals + w.weight * r.scores
-            prioritizer_rows.append((w.prioritizer.name, w.weight, r.scores, r.has_entry))
-
-    keys = _rank_keys(fleet, slots, totals)
+    if status.aborts:
+        scored = aborted(status)
+    else:
+        scored = totals(ctx, weighted, slots, status)
+        status = scored.status
+        if status.aborts:
+            slots = empty
     slot_names = fleet.names_snapshot()
     spread: SpreadOutcome | None = None
     spread_detail: str | None = None
@@ -315,23 +267,25 @@ def schedule(
     else:
         terms = terms_of(placement) if n is not None else []
         if terms and n is not None:  # spread applies only when numberOfClusters is set
-            spread = spread_select(fleet, slots, keys, n, terms)
+            spread = spread_select(fleet, slots, scored.keys, n, terms)
             chosen = np.asarray(spread.chosen, dtype=np.int64)
             selected = tuple(slot_names[slots[chosen]].tolist())
-            selected_totals = tuple(totals[chosen].tolist())
+            selected_totals = tuple(scored.totals[chosen].tolist())
             if spread.blocked_by is not None and len(selected) < n:
                 spread_detail = f"{spread.blocked_by.describe()} leaves no admissible cluster"
         else:
-            top = _top(keys, n)
+            top = scored.top(n)
             selected = tuple(slot_names[slots[top]].tolist())
-            selected_totals = tuple(totals[top].tolist())
+            selected_totals = tuple(scored.totals_of(top))
         unscheduled = (n - len(selected)) if n is not None else 0
         requeue = requeue_time(fleet.clusters, own, placement.spec.tolerations, now)
 
     strategy = placement.spec.decision_strategy.group_strategy
     by_score = None
     if placement.spec.sort_by == "Score" and selected:
-        by_score = {n: int(t) for n, t in zip(slot_names[slots].tolist(), totals.tolist(), strict=True)}
+        by_score = {
+            n: int(t) for n, t in zip(slot_names[slots].tolist(), scored.totals.tolist(), strict=True)
+        }
     groups, group_error = build_groups(strategy, selected, fleet.clusters, by_score)
     final = status
     if group_error is not None:
@@ -370,11 +324,9 @@ def schedule(
         requeue_at=requeue,
         unscheduled=unscheduled,
         conditions=conditions,
-        _totals=totals,
         _slot_names=slot_names,
         _post=slots,
-        _keys=keys,
-        _prioritizers=tuple(prioritizer_rows),
+        _scored=scored,
         _spread=spread,
         _selected_totals=selected_totals,
     )

@@ -6,6 +6,8 @@ import numpy as np
 
 from shared.placement.framework import IntArray, ScheduleContext, ScoreResult
 
+STEADY_SCORE = 100  # for each cluster this placement already decided, 0 for the others
+
 
 class Steady:
     name = "Steady"
@@ -15,5 +17,5 @@ class Steady:
         for name in ctx.own:
             slot = ctx.fleet.slot_of(name)
             if slot is not None:
-                scores[slots == slot] = 100
+                scores[slots == slot] = STEADY_SCORE
         return ScoreResult(scores)

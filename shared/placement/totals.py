@@ -1,0 +1,376 @@
+"""Weighted totals of one run, with what placements share computed once (spec §5).
+
+Most placements score with placement-independent prioritizers (resources, AddOn scores) plus
+Balance and Steady, and those two depend on the placement only through its own decisions:
+Balance subtracts them from the counts and normalises by the highest count of *other*
+placements' decisions, Steady marks them. A run's totals are then a base — the independent
+scores plus Balance at the global counts — that every placement with the same candidates,
+weights and normalising maximum shares, with at most one entry per own cluster patched.
+
+The base, its rank keys and its best few clusters in rank order are kept until the fleet, the
+scores, `now` or the decision counts change. A run then costs O(own decisions + numberOfClusters)
+instead of a pass of every prioritizer over every cluster: its best clusters are the base's best
+that it did not decide merged with its own, patched ones. The full arrays (for explanations and
+spread constraints) are built only when asked for, and are exactly those of running the
+prioritizers one by one (`tests/placement/test_totals.py` compares them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from shared.placement.fleet import Fleet
+from shared.placement.framework import Code, IntArray, ScheduleContext, ScoreResult, Status
+from shared.placement.plugins.balance import Balance, balance_score, balance_scores
+from shared.placement.plugins.steady import STEADY_SCORE, Steady
+from shared.placement.weights import Weighted
+
+SHARED_SCORES_KEPT = 4096
+BASES_KEPT = 256
+Row = tuple[str, int, Any, Any]  # (prioritizer name, weight, scores, has_entry)
+PACKED = 1 << 30  # totals below this in magnitude pack into one int64 key with the name rank
+PREFIX = 32  # the base's best clusters kept in rank order, at least
+
+
+class Totals:
+    """The scores of one run's post-filter clusters (indices below are into its slots)."""
+
+    status: Status  # the run's status after scoring (a prioritizer's Warning, or an abort)
+
+    @cached_property
+    def totals(self) -> IntArray:
+        raise NotImplementedError
+
+    @cached_property
+    def keys(self) -> IntArray:
+        """Ascending = total descending, then name (spec §5.6)."""
+        raise NotImplementedError
+
+    @cached_property
+    def rows(self) -> tuple[Row, ...]:
+        raise NotImplementedError
+
+    def top(self, n: int | None) -> list[int]:
+        """Indices of the best `n` clusters (all when None) in rank order."""
+        return best(self.keys, n)
+
+    def totals_of(self, indices: list[int]) -> list[int]:
+        out: list[int] = self.totals[indices].tolist()
+        return out
+
+    def known(self) -> dict[int, int]:
+        """Totals at hand without building the array: index -> total (the own clusters)."""
+        return {}
+
+
+class _Arrays(Totals):
+    def __init__(self, status: Status, totals: IntArray, keys: IntArray, rows: tuple[Row, ...]) -> None:
+        self.status = status
+        self.__dict__.update(totals=totals, keys=keys, rows=rows)  # the cached properties' values
+
+
+def best(keys: IntArray, n: int | None) -> list[int]:
+    """Indices of the best `n` keys in rank order, without sorting everything."""
+    if n is None or n >= len(keys):
+        order: list[int] = np.argsort(keys).tolist()
+        return order
+    if n <= 0:
+        return []
+    part = np.argpartition(keys, n - 1)[:n]
+    top: list[int] = part[np.argsort(keys[part])].tolist()
+    return top
+
+
+def rank_keys(fleet: Fleet, slots: IntArray, totals: IntArray) -> IntArray:
+    """Ascending keys for total descending, then cluster name ascending (spec §5.6)."""
+    rank = fleet.rank[slots]
+    if len(totals) == 0 or int(np.abs(totals).max()) < PACKED:
+        return rank - totals * (1 << 32)
+    # unclamped add-on values times int32 weights (§5.5) overflow the packed key: dense keys instead
+    keys = np.empty(len(totals), dtype=np.int64)
+    keys[np.lexsort((rank, -totals))] = np.arange(len(totals), dtype=np.int64)
+    return keys
+
+
+def shared_score(w: Weighted, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
+    """Run a prioritizer; results that do not depend on the placement (resources, AddOn scores)
+    are shared by every placement with the same post-filter clusters until the fleet changes."""
+    if not getattr(w.prioritizer, "placement_independent", False):
+        return w.prioritizer.score(ctx, slots)
+    fleet = ctx.fleet
+    shared: dict[Any, Any] = fleet.cache.setdefault("shared-scores", {})
+    key = (w.prioritizer.name, id(slots))
+    stamp = (fleet.version, fleet.score_version, ctx.now_ts)
+    hit = shared.get(key)
+    if hit is not None and hit[0] is slots and hit[1] == stamp:
+        result: ScoreResult = hit[2]
+        return result
+    result = w.prioritizer.score(ctx, slots)
+    if len(shared) >= SHARED_SCORES_KEPT:  # stale entries (older fleet versions) go in one sweep
+        shared.clear()
+    shared[key] = (slots, stamp, result)
+    return result
+
+
+def totals(ctx: ScheduleContext, weighted: Sequence[Weighted], slots: IntArray, status: Status) -> Totals:
+    """The weighted totals of the post-filter `slots`; `status` is the run's status so far."""
+    if all(_shareable(w) for w in weighted):
+        return _patched(ctx, weighted, slots, status)
+    return _one_by_one(ctx, weighted, slots, status)
+
+
+def aborted(status: Status) -> Totals:
+    empty = np.zeros(0, dtype=np.int64)
+    return _Arrays(status, empty, empty, ())
+
+
+def _shareable(w: Weighted) -> bool:
+    p = w.prioritizer
+    return bool(getattr(p, "placement_independent", False)) or type(p) in (Balance, Steady)
+
+
+def _one_by_one(
+    ctx: ScheduleContext, weighted: Sequence[Weighted], slots: IntArray, status: Status
+) -> Totals:
+    """Every prioritizer over every cluster, summed in configuration order."""
+    total = np.zeros(len(slots), dtype=np.int64)
+    rows: list[Row] = []
+    for w in weighted:
+        r = shared_score(w, ctx, slots)
+        if r.status.aborts:
+            return aborted(r.status)
+        if r.status.code is Code.WARNING:
+            status = r.status
+        total = total + w.weight * r.scores
+        rows.append((w.prioritizer.name, w.weight, r.scores, r.has_entry))
+    return _Arrays(status, total, rank_keys(ctx.fleet, slots, total), tuple(rows))
+
+
+class _Base:
+    """Totals and keys at the global decision counts (no own decision taken into account), and
+    the best clusters in rank order, found on first use and kept."""
+
+    def __init__(
+        self,
+        slots: IntArray,
+        stamp: tuple[Any, ...],
+        total: IntArray,
+        keys: IntArray | None,
+        balance: IntArray | None,
+    ) -> None:
+        self.slots = slots  # held so that its id() is not reused while the entry lives
+        self.stamp = stamp
+        self.total = total
+        self.keys = keys  # None when the totals are too large for packed keys
+        self.balance = balance  # Balance's row at the global counts
+        self._order: list[int] = []
+        self._order_keys: list[int] = []
+
+    def leaders(self, k: int) -> tuple[list[int], list[int]]:
+        """At least the best `k` (or all) indices in rank order, with their keys."""
+        assert self.keys is not None
+        size = len(self.keys)
+        if len(self._order) < min(k, size):
+            k = min(max(k, PREFIX, 2 * len(self._order)), size)
+            if k == size:
+                order = np.argsort(self.keys)
+            else:
+                part = np.argpartition(self.keys, k - 1)[:k]
+                order = part[np.argsort(self.keys[part])]
+            self._order = order.tolist()
+            self._order_keys = self.keys[order].tolist()
+        return self._order, self._order_keys
+
+
+class _Patched(Totals):
+    """A base with this placement's own clusters patched: Balance without its own decisions, Steady."""
+
+    def __init__(
+        self,
+        status: Status,
+        base: _Base,
+        weighted: Sequence[Weighted],
+        independent: list[ScoreResult],
+        at: list[int],
+        own_totals: list[int],
+        own_keys: list[int],
+        own_balance: list[int],
+    ) -> None:
+        self.status = status
+        self._base = base
+        self._weighted = weighted
+        self._independent = independent
+        self._at = at
+        self._own_totals = own_totals
+        self._own_keys = own_keys
+        self._own_balance = own_balance
+
+    def top(self, n: int | None) -> list[int]:
+        if n is None:
+            return best(self.keys, n)
+        if n <= 0:
+            return []
+        patched = dict(zip(self._at, self._own_keys, strict=True))
+        order, keys = self._base.leaders(n + len(patched))
+        picked: list[tuple[int, int]] = []
+        for i, key in zip(order, keys, strict=True):
+            if i not in patched:
+                picked.append((key, i))
+                if len(picked) == n:
+                    break
+        picked.extend((key, i) for i, key in patched.items())
+        picked.sort()
+        return [i for _, i in picked[:n]]
+
+    def totals_of(self, indices: list[int]) -> list[int]:
+        out: list[int] = self._base.total[indices].tolist()
+        own = dict(zip(self._at, self._own_totals, strict=True))
+        return [own.get(i, t) for i, t in zip(indices, out, strict=True)]
+
+    def known(self) -> dict[int, int]:
+        return dict(zip(self._at, self._own_totals, strict=True))
+
+    def _patch(self, base: IntArray, values: list[int]) -> IntArray:
+        out = base.copy()
+        if self._at:
+            out[self._at] = values
+        return out
+
+    @cached_property
+    def totals(self) -> IntArray:
+        return self._patch(self._base.total, self._own_totals)
+
+    @cached_property
+    def keys(self) -> IntArray:
+        assert self._base.keys is not None
+        return self._patch(self._base.keys, self._own_keys)
+
+    @cached_property
+    def rows(self) -> tuple[Row, ...]:
+        size = len(self._base.total)
+        steady = np.zeros(size, dtype=np.int64)
+        if self._at:
+            steady[self._at] = STEADY_SCORE
+        rows: list[Row] = []
+        scores = iter(self._independent)
+        for w in self._weighted:
+            kind = type(w.prioritizer)
+            if kind is Balance:
+                assert self._base.balance is not None
+                rows.append(
+                    (w.prioritizer.name, w.weight, self._patch(self._base.balance, self._own_balance), None)
+                )
+            elif kind is Steady:
+                rows.append((w.prioritizer.name, w.weight, steady, None))
+            else:
+                r = next(scores)
+                rows.append((w.prioritizer.name, w.weight, r.scores, r.has_entry))
+        return tuple(rows)
+
+
+def _patched(ctx: ScheduleContext, weighted: Sequence[Weighted], slots: IntArray, status: Status) -> Totals:
+    fleet = ctx.fleet
+    independent: list[tuple[Weighted, ScoreResult]] = []
+    balance: int | None = None  # summed weights (Balance can be configured twice, spec §5.1)
+    steady: int | None = None
+    for w in weighted:
+        kind = type(w.prioritizer)
+        if kind is Balance:
+            balance = (balance or 0) + w.weight
+        elif kind is Steady:
+            steady = (steady or 0) + w.weight
+        else:
+            r = shared_score(w, ctx, slots)
+            if r.status.aborts:
+                return aborted(r.status)
+            if r.status.code is Code.WARNING:
+                status = r.status
+            independent.append((w, r))
+    own = ctx.own
+    top = fleet.decisions.max_count_excluding(own) if balance is not None else 0
+    base = _base(ctx, slots, independent, balance, top)
+
+    # this placement's own clusters among the candidates: Balance without its own count, Steady
+    at: list[int] = []
+    own_totals: list[int] = []
+    own_keys: list[int] = []
+    own_balance: list[int] = []
+    if own and (balance is not None or steady is not None):
+        positions = _positions(fleet, slots)
+        counts = fleet.decision_counts()
+        rank = fleet.rank
+        for name, k in own.items():
+            slot = fleet.slot_of(name)
+            i = positions.get(slot) if slot is not None else None
+            if i is None:
+                continue
+            total = int(base.total[i])
+            score = 0
+            if base.balance is not None and balance is not None:
+                score = balance_score(int(counts[slot]) - k, top)
+                total += balance * (score - int(base.balance[i]))
+            if steady is not None:
+                total += steady * STEADY_SCORE
+            at.append(i)
+            own_totals.append(total)
+            own_balance.append(score)
+            own_keys.append(int(rank[slot]) - total * (1 << 32))
+    if base.keys is None or any(abs(t) >= PACKED for t in own_totals):
+        # too large to pack: one by one, as the plain path does it
+        return _one_by_one(ctx, weighted, slots, status)
+    return _Patched(
+        status, base, weighted, [r for _, r in independent], at, own_totals, own_keys, own_balance
+    )
+
+
+def _base(
+    ctx: ScheduleContext,
+    slots: IntArray,
+    independent: list[tuple[Weighted, ScoreResult]],
+    balance_weight: int | None,
+    top: int,
+) -> _Base:
+    fleet = ctx.fleet
+    bases: dict[Any, _Base] = fleet.cache.setdefault("totals-bases", {})
+    key = (id(slots), tuple((w.prioritizer.name, w.weight) for w, _ in independent), balance_weight, top)
+    stamp = (
+        fleet.version,
+        fleet.score_version,
+        ctx.now_ts,
+        fleet.decisions.version if balance_weight is not None else -1,
+    )
+    hit = bases.get(key)
+    if hit is not None and hit.slots is slots and hit.stamp == stamp:
+        return hit
+    total = np.zeros(len(slots), dtype=np.int64)
+    for w, r in independent:
+        total = total + w.weight * r.scores
+    balance = None
+    if balance_weight is not None:
+        balance = balance_scores(fleet.decision_counts()[slots], top)
+        total = total + balance_weight * balance
+    big = len(total) > 0 and int(np.abs(total).max()) >= PACKED
+    keys = None if big else fleet.rank[slots] - total * (1 << 32)
+    if len(bases) >= BASES_KEPT:  # stale entries (older versions) go in one sweep
+        bases.clear()
+    base = _Base(slots, stamp, total, keys, balance)
+    bases[key] = base
+    return base
+
+
+def _positions(fleet: Fleet, slots: IntArray) -> dict[int, int]:
+    """slot -> its index in `slots`, kept per candidate array."""
+    table: dict[Any, Any] = fleet.cache.setdefault("slot-positions", {})
+    hit = table.get(id(slots))
+    if hit is not None and hit[0] is slots:
+        positions: dict[int, int] = hit[1]
+        return positions
+    positions = {int(s): i for i, s in enumerate(slots.tolist())}
+    if len(table) >= BASES_KEPT:
+        table.clear()
+    table[id(slots)] = (slots, positions)
+    return positions
