@@ -274,6 +274,7 @@ class SchedulerProcessor:
         self._cel_scores: set[str] = set()
         self._cel_keys: set[str] = set()  # placements with CEL predicates
         self.dirty: dict[str, Trigger] = {}
+        self._order: list[str] | None = None  # the dirty keys sorted, while none is added or dropped
         self._timers: list[_Timer] = []
         self._timer_due: dict[tuple[str, str], float] = {}
         self.owns = owns or (lambda key: True)
@@ -423,6 +424,7 @@ class SchedulerProcessor:
     def mark(self, key: str, trigger: Trigger) -> None:
         if self.owns(key) and key not in self.dirty:
             self.dirty[key] = trigger
+            self._order = None
 
     def _index_placement(self, key: str, p: Placement) -> None:
         old = self.fleet.placements.get(key)
@@ -575,9 +577,10 @@ class SchedulerProcessor:
     ) -> list[dict[str, Any]]:
         """Evaluate the dirty placements once each, in namespace/name order; return the diffs."""
         self.tick(now)
-        keys = sorted(self.dirty)
-        if limit is not None:
-            keys = keys[:limit]
+        # sorted once per fan-out, not once per slice of it
+        order = self._order if self._order is not None else sorted(self.dirty)
+        keys, rest = (order, []) if limit is None else (order[:limit], order[limit:])
+        self._order = rest or None
         diffs: list[dict[str, Any]] = []
         for key in keys:
             trigger = self.dirty.pop(key)
@@ -739,7 +742,8 @@ class SchedulerProcessor:
         if gone is not None:
             self._unindex_placement(key, gone)
         self.fleet.delete_placement(key)
-        self.dirty.pop(key, None)
+        if self.dirty.pop(key, None) is not None:
+            self._order = None
 
     def owned_keys(self) -> Iterable[str]:
         return (k for k in self.fleet.placements if self.owns(k))

@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from services.http import HttpServer
 from services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from shared.bus.codec import DecodeLimits, decode_record, encode_json
-from shared.bus.envelope import dead_letter, new_envelope, parse_time
+from shared.bus.envelope import H_RESOURCEVERSION, dead_letter, new_envelope, parse_time
 from shared.bus.errors import DecodeError
 from shared.bus.kafka import (
     Batch,
@@ -361,6 +361,8 @@ class SchedulerWorker:
     def _consume(self, record: Record) -> list[OutgoingRecord]:
         topic = self.topics.unprefixed(record.topic)
         self.metrics.consumed.labels(topic).inc()
+        if topic == "decisions" and self._applied_already(record):
+            return []
         try:
             decoded = decode_record(record, self.limits)
             if topic == "clock":
@@ -383,6 +385,20 @@ class SchedulerWorker:
             )
             return [self._dead_letter(record, str(e))]
         return []
+
+    def _applied_already(self, record: Record) -> bool:
+        """A decision whose `seq` (its ce_resourceversion) is already held: our own diffs come back
+        through the broadcast, thousands after a fan-out, and need no decoding to be skipped."""
+        last = self.processor.published.get(record.key) if record.key is not None else None
+        if last is None:
+            return False
+        for name, raw in record.headers:
+            if name == H_RESOURCEVERSION:
+                try:
+                    return int(raw) <= last.seq
+                except ValueError:
+                    return False
+        return False
 
     def _dead_letter(self, record: Record, reason: str) -> OutgoingRecord:
         """The dead letter, with the original key and value cut to a size that can still be produced.

@@ -91,10 +91,16 @@ class PlacementEngine:
         if result.skipped is not None:
             return
         namespace, _, name = result.placement.partition("/")
-        for source in self.fleet.decisions.sources_of(namespace, name):
-            if source != f"placement:{result.placement}":
-                self.fleet.remove_decisions(source)
-        self.fleet.set_decisions(f"placement:{result.placement}", namespace, name, result.decisions)
+        source = f"placement:{result.placement}"
+        decisions = self.fleet.decisions
+        if decisions.get(source) == (namespace, name, result.decisions) and decisions.only_source(
+            namespace, name, source
+        ):
+            return  # the decision it had (most runs of a fan-out): nothing to replace
+        for other in decisions.sources_of(namespace, name):
+            if other != source:
+                self.fleet.remove_decisions(other)
+        self.fleet.set_decisions(source, namespace, name, result.decisions)
 
     def set_decision(self, key: str, clusters: Iterable[str]) -> None:
         """Load a previously published decision (the worker's checkpoint)."""

@@ -194,6 +194,11 @@ class DecisionStore:
         """Every source labelled with this placement in its namespace."""
         return sorted(self._by_owner.get((namespace, placement), ()))
 
+    def only_source(self, namespace: str, placement: str, source: str) -> bool:
+        """Whether `source` is the one source labelled with this placement."""
+        owned = self._by_owner.get((namespace, placement))
+        return owned is not None and len(owned) == 1 and source in owned
+
     def get(self, source: str) -> tuple[str, str | None, tuple[str, ...]] | None:
         return self._sources.get(source)
 

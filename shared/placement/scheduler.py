@@ -25,8 +25,8 @@ from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from shared.placement.plugins.predicate import PredicateFilter, forget_compiled, warm_predicates
 from shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
 from shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
-from shared.placement.totals import Totals, aborted, totals
-from shared.placement.weights import Weighted, WeightError, resolve
+from shared.placement.totals import Plan, Totals, aborted, plan_of, totals
+from shared.placement.weights import WeightError, resolve
 
 FILTERS: tuple[Filter, ...] = (PredicateFilter(), TaintTolerationFilter())
 
@@ -153,20 +153,20 @@ def _eligible(placement: Placement, fleet: Fleet) -> tuple[int, tuple[str, ...]]
     return len(bound), tuple(sorted(eligible))
 
 
-def _weights(placement: Placement, fleet: Fleet, options: EngineOptions) -> list[Weighted]:
-    """Resolved once per Placement object (the prioritizers are stateless)."""
+def _plan(placement: Placement, fleet: Fleet, options: EngineOptions) -> Plan:
+    """The weighted prioritizers, resolved once per Placement object (they are stateless)."""
     key = ("weights", placement.key)
     hit = fleet.cache.get(key)
     if hit is not None and hit[0] is placement and hit[1] == options:
-        weighted: list[Weighted] = hit[2]
-        return weighted
+        plan: Plan = hit[2]
+        return plan
     try:
-        weighted = resolve(placement.spec.prioritizer_policy, options)
+        plan = plan_of(resolve(placement.spec.prioritizer_policy, options))
     except WeightError:
         fleet.cache.pop(key, None)
         raise
-    fleet.cache[key] = (placement, options, weighted)
-    return weighted
+    fleet.cache[key] = (placement, options, plan)
+    return plan
 
 
 def forget(fleet: Fleet, key: str) -> None:
@@ -235,18 +235,18 @@ def schedule(
         if result.status.code is Code.WARNING:
             status = result.status
 
-    weighted: list[Weighted] = []
+    plan: Plan | None = None
     if not status.aborts:
         try:
-            weighted = _weights(placement, fleet, options or DEFAULT_OPTIONS)
+            plan = _plan(placement, fleet, options or DEFAULT_OPTIONS)
         except WeightError as e:
             status = e.status
             slots = empty
 
-    if status.aborts:
+    if plan is None:
         scored = aborted(status)
     else:
-        scored = totals(ctx, weighted, slots, status)
+        scored = totals(ctx, plan, slots, status)
         status = scored.status
         if status.aborts:
             slots = empty

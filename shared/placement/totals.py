@@ -18,6 +18,7 @@ prioritizers one by one (`tests/placement/test_totals.py` compares them).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -116,21 +117,46 @@ def shared_score(w: Weighted, ctx: ScheduleContext, slots: IntArray) -> ScoreRes
     return result
 
 
-def totals(ctx: ScheduleContext, weighted: Sequence[Weighted], slots: IntArray, status: Status) -> Totals:
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How a placement's weighted prioritizers combine into totals."""
+
+    weighted: tuple[Weighted, ...]
+    independent: tuple[Weighted, ...]  # placement-independent, in configuration order
+    balance: int | None  # summed weights (Balance can be configured twice, spec §5.1); None: absent
+    steady: int | None
+    signature: tuple[Any, ...] | None  # what placements sharing a base have in common; None: no base
+
+
+def plan_of(weighted: Sequence[Weighted]) -> Plan:
+    independent: list[Weighted] = []
+    balance: int | None = None
+    steady: int | None = None
+    shareable = True
+    for w in weighted:
+        kind = type(w.prioritizer)
+        if kind is Balance:
+            balance = (balance or 0) + w.weight
+        elif kind is Steady:
+            steady = (steady or 0) + w.weight
+        elif getattr(w.prioritizer, "placement_independent", False):
+            independent.append(w)
+        else:
+            shareable = False  # depends on the placement otherwise (the PreferNoSelect penalty)
+    signature = (tuple((w.prioritizer.name, w.weight) for w in independent), balance) if shareable else None
+    return Plan(tuple(weighted), tuple(independent), balance, steady, signature)
+
+
+def totals(ctx: ScheduleContext, plan: Plan, slots: IntArray, status: Status) -> Totals:
     """The weighted totals of the post-filter `slots`; `status` is the run's status so far."""
-    if all(_shareable(w) for w in weighted):
-        return _patched(ctx, weighted, slots, status)
-    return _one_by_one(ctx, weighted, slots, status)
+    if plan.signature is None:
+        return _one_by_one(ctx, plan.weighted, slots, status)
+    return _patched(ctx, plan, slots, status)
 
 
 def aborted(status: Status) -> Totals:
     empty = np.zeros(0, dtype=np.int64)
     return _Arrays(status, empty, empty, ())
-
-
-def _shareable(w: Weighted) -> bool:
-    p = w.prioritizer
-    return bool(getattr(p, "placement_independent", False)) or type(p) in (Balance, Steady)
 
 
 def _one_by_one(
@@ -155,15 +181,9 @@ class _Base:
     the best clusters in rank order, found on first use and kept."""
 
     def __init__(
-        self,
-        slots: IntArray,
-        stamp: tuple[Any, ...],
-        total: IntArray,
-        keys: IntArray | None,
-        balance: IntArray | None,
+        self, version: int, total: IntArray, keys: IntArray | None, balance: IntArray | None
     ) -> None:
-        self.slots = slots  # held so that its id() is not reused while the entry lives
-        self.stamp = stamp
+        self.version = version  # of the decisions it counted (-1: no Balance, counts not read)
         self.total = total
         self.keys = keys  # None when the totals are too large for packed keys
         self.balance = balance  # Balance's row at the global counts
@@ -272,27 +292,17 @@ class _Patched(Totals):
         return tuple(rows)
 
 
-def _patched(ctx: ScheduleContext, weighted: Sequence[Weighted], slots: IntArray, status: Status) -> Totals:
+def _patched(ctx: ScheduleContext, plan: Plan, slots: IntArray, status: Status) -> Totals:
     fleet = ctx.fleet
-    independent: list[tuple[Weighted, ScoreResult]] = []
-    balance: int | None = None  # summed weights (Balance can be configured twice, spec §5.1)
-    steady: int | None = None
-    for w in weighted:
-        kind = type(w.prioritizer)
-        if kind is Balance:
-            balance = (balance or 0) + w.weight
-        elif kind is Steady:
-            steady = (steady or 0) + w.weight
-        else:
-            r = shared_score(w, ctx, slots)
-            if r.status.aborts:
-                return aborted(r.status)
-            if r.status.code is Code.WARNING:
-                status = r.status
-            independent.append((w, r))
+    group = _group(ctx, plan, slots)
+    if group.status is not None:
+        if group.status.aborts:
+            return aborted(group.status)
+        status = group.status
+    balance, steady = plan.balance, plan.steady
     own = ctx.own
     top = fleet.decisions.max_count_excluding(own) if balance is not None else 0
-    base = _base(ctx, slots, independent, balance, top)
+    base = group.base(fleet, top)
 
     # this placement's own clusters among the candidates: Balance without its own count, Steady
     at: list[int] = []
@@ -321,45 +331,66 @@ def _patched(ctx: ScheduleContext, weighted: Sequence[Weighted], slots: IntArray
             own_keys.append(int(rank[slot]) - total * (1 << 32))
     if base.keys is None or any(abs(t) >= PACKED for t in own_totals):
         # too large to pack: one by one, as the plain path does it
-        return _one_by_one(ctx, weighted, slots, status)
-    return _Patched(
-        status, base, weighted, [r for _, r in independent], at, own_totals, own_keys, own_balance
-    )
+        return _one_by_one(ctx, plan.weighted, slots, status)
+    return _Patched(status, base, plan.weighted, group.results, at, own_totals, own_keys, own_balance)
 
 
-def _base(
-    ctx: ScheduleContext,
-    slots: IntArray,
-    independent: list[tuple[Weighted, ScoreResult]],
-    balance_weight: int | None,
-    top: int,
-) -> _Base:
+class _Group:
+    """What every placement with the same candidates and plan shares while the fleet, the scores
+    and `now` stay: the independent prioritizers' results, and a base per Balance maximum."""
+
+    def __init__(self, ctx: ScheduleContext, plan: Plan, slots: IntArray, stamp: tuple[Any, ...]) -> None:
+        self.slots = slots  # held so that its id() is not reused while the entry lives
+        self.stamp = stamp
+        self.plan = plan
+        self.results: list[ScoreResult] = []
+        self.status: Status | None = None  # the last Warning, or an abort
+        self._bases: dict[int, _Base] = {}
+        for w in plan.independent:
+            r = shared_score(w, ctx, slots)
+            if r.status.aborts:
+                self.status = r.status
+                return
+            if r.status.code is Code.WARNING:
+                self.status = r.status
+            self.results.append(r)
+        total = np.zeros(len(slots), dtype=np.int64)
+        for w, r in zip(plan.independent, self.results, strict=True):
+            total = total + w.weight * r.scores
+        self._independent_total = total
+
+    def base(self, fleet: Fleet, top: int) -> _Base:
+        version = fleet.decisions.version if self.plan.balance is not None else -1
+        hit = self._bases.get(top)
+        if hit is not None and hit.version == version:
+            return hit
+        total = self._independent_total
+        balance = None
+        if self.plan.balance is not None:
+            balance = balance_scores(fleet.decision_counts()[self.slots], top)
+            total = total + self.plan.balance * balance
+        big = len(total) > 0 and int(np.abs(total).max()) >= PACKED
+        keys = None if big else fleet.rank[self.slots] - total * (1 << 32)
+        if len(self._bases) >= BASES_KEPT:
+            self._bases.clear()
+        base = _Base(version, total, keys, balance)
+        self._bases[top] = base
+        return base
+
+
+def _group(ctx: ScheduleContext, plan: Plan, slots: IntArray) -> _Group:
     fleet = ctx.fleet
-    bases: dict[Any, _Base] = fleet.cache.setdefault("totals-bases", {})
-    key = (id(slots), tuple((w.prioritizer.name, w.weight) for w, _ in independent), balance_weight, top)
-    stamp = (
-        fleet.version,
-        fleet.score_version,
-        ctx.now_ts,
-        fleet.decisions.version if balance_weight is not None else -1,
-    )
-    hit = bases.get(key)
+    groups: dict[Any, _Group] = fleet.cache.setdefault("totals-groups", {})
+    key = (id(slots), plan.signature)
+    stamp = (fleet.version, fleet.score_version, ctx.now_ts)
+    hit = groups.get(key)
     if hit is not None and hit.slots is slots and hit.stamp == stamp:
         return hit
-    total = np.zeros(len(slots), dtype=np.int64)
-    for w, r in independent:
-        total = total + w.weight * r.scores
-    balance = None
-    if balance_weight is not None:
-        balance = balance_scores(fleet.decision_counts()[slots], top)
-        total = total + balance_weight * balance
-    big = len(total) > 0 and int(np.abs(total).max()) >= PACKED
-    keys = None if big else fleet.rank[slots] - total * (1 << 32)
-    if len(bases) >= BASES_KEPT:  # stale entries (older versions) go in one sweep
-        bases.clear()
-    base = _Base(slots, stamp, total, keys, balance)
-    bases[key] = base
-    return base
+    if len(groups) >= BASES_KEPT:  # stale entries (older versions) go in one sweep
+        groups.clear()
+    group = _Group(ctx, plan, slots, stamp)
+    groups[key] = group
+    return group
 
 
 def _positions(fleet: Fleet, slots: IntArray) -> dict[int, int]:

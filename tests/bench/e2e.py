@@ -2,21 +2,24 @@
 
 One JSON line per figure on stdout (progress and details go to stderr):
 
-* `placements-10000x1000`: 1,000 clusters with AddOn scores are on the bus and a scheduler worker
-  (`fleetplace worker scheduler`, its own process, as deployed) is running; 10,000 placements are
-  published, and the clock runs from the first placement sent until the last of their decisions
+* `placements-10000x1000`: 1,000 clusters with AddOn scores are on the bus and scheduler workers
+  (`fleetplace worker scheduler`, each its own process in one consumer group, as deployed; one
+  per core by default, `--workers N`) are running; 10,000 placements are published, and the clock runs from the first placement sent until the last of their decisions
   is read back. Beside it, the bus limit: a pass-through process (consume a record, produce one)
   over 10,000 records of the same size on the same broker, measured the same way; `ratio` is
   worker rate / pass-through rate.
 * `cluster-change`: the allocatable CPU of one cluster (the one most placements picked) is
   toggled 20 times between the fleet's lowest and highest value. Each change re-evaluates every
   placement bound to the cluster's set; its latency runs from the change sent until the last diff
-  it caused is read back (completion is known exactly: the worker's evaluation counter covers
+  it caused is read back (completion is known exactly: the workers' evaluation counters cover
   the whole fan-out and the decisions topic was read to its end after that).
+
+Both lines carry `workers`, the number of worker processes.
 
     python -m tests.bench.e2e             # 10,000 placements, 20 changes
     python -m tests.bench.e2e --quick     # 1,000 placements, 5 changes
-    python -m tests.bench.e2e --profile worker.prof   # the worker under cProfile
+    python -m tests.bench.e2e --workers 1 # one worker process
+    python -m tests.bench.e2e --profile worker.prof   # the (first) worker under cProfile
 
 The broker is the embedded one unless FLEETPLACE_TEST_BOOTSTRAP names another.
 """
@@ -64,7 +67,8 @@ from tests.bench.scenario import fleet_objects, placement
 
 CLUSTERS = 1000
 NAMESPACE = "bench"
-WARMUP_KEY = "warmup/ready"
+WARMUP_NAMESPACE = "warmup"
+WARMUP_PLACEMENTS = 64  # spread over the placement partitions: every worker owns some
 TOPIC_OF = {
     "ManagedCluster": "clusters",
     "AddOnPlacementScore": "scores",
@@ -134,12 +138,17 @@ def worker_command(bootstrap: str, prefix: str, http_port: int, profile: str | N
     return [sys.executable, *profiler, *cli]
 
 
-def evaluations(http_port: int) -> float:
-    """The worker's fleetplace_evaluations_total, from its /metrics (it answers between batches)."""
+def metric(http_port: int, name: str) -> float:
+    """One of a worker's metrics, from its /metrics (it answers between batches)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=60) as response:
         text = response.read().decode()
-    found = re.search(r"^fleetplace_evaluations_total (\S+)$", text, re.MULTILINE)
+    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0
+
+
+def evaluations(http_ports: Sequence[int]) -> float:
+    """fleetplace_evaluations_total summed over the workers."""
+    return sum(metric(port, "fleetplace_evaluations_total") for port in http_ports)
 
 
 async def passthrough(bootstrap: str, source: str, sink: str, group: str) -> None:
@@ -277,7 +286,7 @@ async def run_passthrough(bootstrap: str, prefix: str, payloads: list[tuple[str,
     try:
         async with Tail(bootstrap, sink) as out:
             with process(args, "pass-through"):
-                await send_all(producer, [OutgoingRecord(source, WARMUP_KEY, b"{}")])
+                await send_all(producer, [OutgoingRecord(source, "warmup/ready", b"{}")])
                 await out.wait(lambda: len(out.arrivals) >= 1, 60.0, "pass-through warm-up")
                 first = len(out.arrivals)
                 t0 = time.monotonic()
@@ -308,7 +317,7 @@ async def run_changes(
     topics: Topics,
     producer: Any,
     decisions: Tail,
-    http_port: int,
+    http_ports: Sequence[int],
     placements: int,
     changes: int,
 ) -> list[float]:
@@ -325,19 +334,19 @@ async def run_changes(
     for k in range(changes):
         obj = orjson.loads(orjson.dumps(fleet[target]))
         obj["status"]["allocatable"]["cpu"] = str(low if k % 2 == 0 else high)
-        before = await asyncio.to_thread(evaluations, http_port)
+        before = await asyncio.to_thread(evaluations, http_ports)
         first = len(decisions.arrivals)
         t0, wall0 = time.monotonic(), time.time()
         delivered = (await send_all(producer, [record_of(topics, obj)]))[0]
         watermark_key = f"{topics.unprefixed(delivered.topic)}/{delivered.partition}"
 
         async def fanned_out(before: float = before) -> bool:
-            return await asyncio.to_thread(evaluations, http_port) >= before + placements
+            return await asyncio.to_thread(evaluations, http_ports) >= before + placements
 
         deadline = time.monotonic() + 60
         while not await fanned_out():
             if time.monotonic() > deadline:
-                raise TimeoutError(f"change {k}: the worker did not evaluate {placements} placements")
+                raise TimeoutError(f"change {k}: the workers did not evaluate {placements} placements")
             await asyncio.sleep(0.05)
         await decisions.read_to_end()
         caused: list[Arrival] = []
@@ -375,33 +384,50 @@ async def run_changes(
     return latencies
 
 
-async def main(quick: bool, profile: str | None) -> None:
+async def wait_live(decisions: Tail, http_ports: Sequence[int], warmup: set[str]) -> None:
+    """Every warm-up placement decided and every worker owning some: the group is settled."""
+    await decisions.wait(
+        lambda: warmup <= {str(a.record.key) for a in decisions.arrivals},
+        120.0,
+        "the warm-up placements' decisions",
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        owned = [await asyncio.to_thread(metric, port, "fleetplace_placements_owned") for port in http_ports]
+        if all(owned) and sum(owned) == len(warmup):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the workers did not split the placements: owned {owned}")
+        await asyncio.sleep(0.1)
+
+
+async def main(quick: bool, workers: int, profile: str | None) -> None:
     n = 1000 if quick else 10_000
     changes = 5 if quick else 20
     with running_broker() as bootstrap:
         prefix = f"bench{uuid.uuid4().hex[:8]}."
         topics, _ = await create_topics(bootstrap, prefix)
         placements = [record_of(topics, placement(NAMESPACE, i)) for i in range(n)]
-        producer = make_producer(bootstrap, linger_ms=20, max_batch_size=262144)
+        # the change is sent on its own: no batching delay in front of it
+        producer = make_producer(bootstrap, linger_ms=0, max_batch_size=262144)
         await start_client(producer)
         try:
             t0 = time.monotonic()
             await send_all(producer, [record_of(topics, o) for o in fleet_objects(CLUSTERS)])
-            # a placement outside the benchmark's namespace: its decision shows the worker is live
-            warmup = placement("warmup", 0) | {"metadata": {"namespace": "warmup", "name": "ready"}}
-            await send_all(producer, [record_of(topics, warmup)])
+            # placements outside the benchmark's namespace: their decisions show the workers are live
+            warmup = [placement(WARMUP_NAMESPACE, i) for i in range(WARMUP_PLACEMENTS)]
+            await send_all(producer, [record_of(topics, o) for o in warmup])
             note(f"fleet of {CLUSTERS} clusters and scores published in {time.monotonic() - t0:.2f} s")
-            http_port = free_port()
-            async with Tail(bootstrap, topics.decisions) as decisions:
-                with process(worker_command(bootstrap, prefix, http_port, profile), "worker"):
-                    await decisions.wait(
-                        lambda: any(a.record.key == WARMUP_KEY for a in decisions.arrivals),
-                        60.0,
-                        "the worker's first decision",
-                    )
-                    note(f"worker live after {time.monotonic() - t0:.2f} s")
+            http_ports = [free_port() for _ in range(workers)]
+            with contextlib.ExitStack() as stack:
+                async with Tail(bootstrap, topics.decisions) as decisions:
+                    for i, port in enumerate(http_ports):
+                        command = worker_command(bootstrap, prefix, port, profile if i == 0 else None)
+                        stack.enter_context(process(command, f"worker {i + 1}"))
+                    await wait_live(decisions, http_ports, {key_of(o) for o in warmup})
+                    note(f"{workers} worker(s) live after {time.monotonic() - t0:.2f} s")
                     rate = await run_placements(producer, decisions, placements)
-                    latencies = await run_changes(topics, producer, decisions, http_port, n, changes)
+                    latencies = await run_changes(topics, producer, decisions, http_ports, n, changes)
             payloads = [(str(r.key), r.value or b"") for r in placements]
             limit = await run_passthrough(bootstrap, prefix, payloads)
         finally:
@@ -414,6 +440,7 @@ async def main(quick: bool, profile: str | None) -> None:
             "placements_per_second": round(rate, 1),
             "bus_passthrough_per_second": round(limit, 1),
             "ratio": round(rate / limit, 3),
+            "workers": workers,
         }
     )
     emit(
@@ -422,6 +449,7 @@ async def main(quick: bool, profile: str | None) -> None:
             "run": "cluster-change",
             "change_p50_ms": round(statistics.median(latencies), 1),
             "change_p99_ms": round(percentile(latencies, 99), 1),
+            "workers": workers,
         }
     )
 
@@ -429,13 +457,21 @@ async def main(quick: bool, profile: str | None) -> None:
 def cli(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.e2e", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1,000 placements and 5 changes")
-    parser.add_argument("--profile", metavar="FILE", help="run the worker under cProfile, stats to FILE")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="scheduler worker processes (default: one per core)",
+    )
+    parser.add_argument(
+        "--profile", metavar="FILE", help="run the first worker under cProfile, stats to FILE"
+    )
     parser.add_argument("--passthrough", nargs=4, metavar=("BOOTSTRAP", "SOURCE", "SINK", "GROUP"))
     args = parser.parse_args(argv)
     if args.passthrough:  # the child process of the bus-limit run
         asyncio.run(passthrough(*args.passthrough))
         return
-    asyncio.run(main(args.quick, args.profile))
+    asyncio.run(main(args.quick, args.workers, args.profile))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from shared.api.objects import parse_object
 from shared.placement import PlacementEngine, apply_object
 from shared.placement.framework import SUCCESS, ScheduleContext
 from shared.placement.options import DEFAULT_OPTIONS
-from shared.placement.scheduler import _eligible, _weights
+from shared.placement.scheduler import _eligible, _plan
 from shared.placement.totals import _one_by_one, best, totals
 
 from .builders import NOW, addon, addon_score, binding, builtin, cluster, global_set, placement, policy
@@ -91,9 +91,9 @@ def _check(objects: list[dict[str, Any]], specs: list[tuple[str, dict[str, Any]]
             p = fleet.placements[key]
             ctx = ScheduleContext(p, fleet, NOW, fleet.decisions.own("ns1", name))
             slots = fleet.candidates(_eligible(p, fleet)[1])
-            weighted = _weights(p, fleet, DEFAULT_OPTIONS)
-            fast = totals(ctx, weighted, slots, SUCCESS)
-            plain = _one_by_one(ctx, weighted, slots, SUCCESS)
+            plan = _plan(p, fleet, DEFAULT_OPTIONS)
+            fast = totals(ctx, plan, slots, SUCCESS)
+            plain = _one_by_one(ctx, plan.weighted, slots, SUCCESS)
             assert fast.status == plain.status
             assert fast.totals.tolist() == plain.totals.tolist()
             assert fast.keys.tolist() == plain.keys.tolist()
