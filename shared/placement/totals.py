@@ -189,6 +189,7 @@ class _Base:
         self.balance = balance  # Balance's row at the global counts
         self._order: list[int] = []
         self._order_keys: list[int] = []
+        self.runs = 0  # that picked their best clusters from it
 
     def leaders(self, k: int) -> tuple[list[int], list[int]]:
         """At least the best `k` (or all) indices in rank order, with their keys."""
@@ -234,8 +235,12 @@ class _Patched(Totals):
             return best(self.keys, n)
         if n <= 0:
             return []
+        base = self._base
+        base.runs += 1
+        if base.runs == 1:  # a base used once (decisions moved since the last run): no leaders yet
+            return best(self.keys, n)
         patched = dict(zip(self._at, self._own_keys, strict=True))
-        order, keys = self._base.leaders(n + len(patched))
+        order, keys = base.leaders(n + len(patched))
         picked: list[tuple[int, int]] = []
         for i, key in zip(order, keys, strict=True):
             if i not in patched:
