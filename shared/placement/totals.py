@@ -300,6 +300,8 @@ class _Patched(Totals):
 def _patched(ctx: ScheduleContext, plan: Plan, slots: IntArray, status: Status) -> Totals:
     fleet = ctx.fleet
     group = _group(ctx, plan, slots)
+    if group is None:
+        return _one_by_one(ctx, plan.weighted, slots, status)
     if group.status is not None:
         if group.status.aborts:
             return aborted(group.status)
@@ -345,7 +347,7 @@ class _Group:
     and `now` stay: the independent prioritizers' results, and a base per Balance maximum."""
 
     def __init__(self, ctx: ScheduleContext, plan: Plan, slots: IntArray, stamp: tuple[Any, ...]) -> None:
-        self.slots = slots  # held so that its id() is not reused while the entry lives
+        self.slots = slots
         self.stamp = stamp
         self.plan = plan
         self.results: list[ScoreResult] = []
@@ -383,19 +385,24 @@ class _Group:
         return base
 
 
-def _group(ctx: ScheduleContext, plan: Plan, slots: IntArray) -> _Group:
+def _group(ctx: ScheduleContext, plan: Plan, slots: IntArray) -> _Group | None:
+    """The shared group, or None on the first run with these candidates and this state: a state
+    that only one run sees (an audit's replay moves it between most runs) is cheaper to score one
+    prioritizer at a time; from the second run on, the group is built and shared."""
     fleet = ctx.fleet
-    groups: dict[Any, _Group] = fleet.cache.setdefault("totals-groups", {})
+    groups: dict[Any, Any] = fleet.cache.setdefault("totals-groups", {})
     key = (id(slots), plan.signature)
     stamp = (fleet.version, fleet.score_version, ctx.now_ts)
     hit = groups.get(key)
-    if hit is not None and hit.slots is slots and hit.stamp == stamp:
-        return hit
+    if hit is not None and hit[0] is slots and hit[1] == stamp:
+        if hit[2] is None:
+            groups[key] = (slots, stamp, _Group(ctx, plan, slots, stamp))
+        group: _Group = groups[key][2]
+        return group
     if len(groups) >= BASES_KEPT:  # stale entries (older versions) go in one sweep
         groups.clear()
-    group = _Group(ctx, plan, slots, stamp)
-    groups[key] = group
-    return group
+    groups[key] = (slots, stamp, None)
+    return None
 
 
 def _positions(fleet: Fleet, slots: IntArray) -> dict[int, int]:
