@@ -71,7 +71,9 @@ class Totals:
 class _Arrays(Totals):
     def __init__(self, status: Status, totals: IntArray, keys: IntArray, rows: tuple[Row, ...]) -> None:
         self.status = status
-        self.__dict__.update(totals=totals, keys=keys, rows=rows)  # the cached properties' values
+        self.totals = totals
+        self.keys = keys
+        self.rows = rows
 
 
 def best(keys: IntArray, n: int | None) -> list[int]:
@@ -90,7 +92,7 @@ def rank_keys(fleet: Fleet, slots: IntArray, totals: IntArray) -> IntArray:
     """Ascending keys for total descending, then cluster name ascending (spec §5.6)."""
     rank = fleet.rank[slots]
     if len(totals) == 0 or int(np.abs(totals).max()) < PACKED:
-        return rank - totals * (1 << 32)
+        return _packed_keys(rank, totals)
     # unclamped add-on values times int32 weights (§5.5) overflow the packed key: dense keys instead
     keys = np.empty(len(totals), dtype=np.int64)
     keys[np.lexsort((rank, -totals))] = np.arange(len(totals), dtype=np.int64)
@@ -163,17 +165,44 @@ def _one_by_one(
     ctx: ScheduleContext, weighted: Sequence[Weighted], slots: IntArray, status: Status
 ) -> Totals:
     """Every prioritizer over every cluster, summed in configuration order."""
-    total = np.zeros(len(slots), dtype=np.int64)
-    rows: list[Row] = []
+    results, outcome = _run(ctx, weighted, slots)
+    if outcome is not None and outcome.aborts:
+        return aborted(outcome)
+    total = _weighted_sum(weighted, results, len(slots))
+    rows = tuple(
+        (w.prioritizer.name, w.weight, r.scores, r.has_entry) for w, r in zip(weighted, results, strict=True)
+    )
+    return _Arrays(outcome or status, total, rank_keys(ctx.fleet, slots, total), rows)
+
+
+def _run(
+    ctx: ScheduleContext, weighted: Sequence[Weighted], slots: IntArray
+) -> tuple[list[ScoreResult], Status | None]:
+    """The prioritizers' results in order, and the status they leave: the last Warning, or the
+    first abort (results stop there)."""
+    results: list[ScoreResult] = []
+    outcome: Status | None = None
     for w in weighted:
         r = shared_score(w, ctx, slots)
         if r.status.aborts:
-            return aborted(r.status)
+            return results, r.status
         if r.status.code is Code.WARNING:
-            status = r.status
+            outcome = r.status
+        results.append(r)
+    return results, outcome
+
+
+def _weighted_sum(weighted: Sequence[Weighted], results: Sequence[ScoreResult], size: int) -> IntArray:
+    total = np.zeros(size, dtype=np.int64)
+    for w, r in zip(weighted, results, strict=True):
         total = total + w.weight * r.scores
-        rows.append((w.prioritizer.name, w.weight, r.scores, r.has_entry))
-    return _Arrays(status, total, rank_keys(ctx.fleet, slots, total), tuple(rows))
+    return total
+
+
+def _packed_keys(rank: IntArray, total: IntArray) -> IntArray:
+    """Rank keys for totals below PACKED in magnitude: the total in the high bits, the name rank low."""
+    keys: IntArray = rank - total * (1 << 32)
+    return keys
 
 
 class _Base:
@@ -327,9 +356,9 @@ def _patched(ctx: ScheduleContext, plan: Plan, slots: IntArray, status: Status) 
                 continue
             total = int(base.total[i])
             score = 0
-            if base.balance is not None and balance is not None:
+            if base.balance is not None:
                 score = balance_score(int(counts[slot]) - k, top)
-                total += balance * (score - int(base.balance[i]))
+                total += (balance or 0) * (score - int(base.balance[i]))
             if steady is not None:
                 total += steady * STEADY_SCORE
             at.append(i)
@@ -350,21 +379,13 @@ class _Group:
         self.slots = slots
         self.stamp = stamp
         self.plan = plan
-        self.results: list[ScoreResult] = []
-        self.status: Status | None = None  # the last Warning, or an abort
         self._bases: dict[int, _Base] = {}
-        for w in plan.independent:
-            r = shared_score(w, ctx, slots)
-            if r.status.aborts:
-                self.status = r.status
-                return
-            if r.status.code is Code.WARNING:
-                self.status = r.status
-            self.results.append(r)
-        total = np.zeros(len(slots), dtype=np.int64)
-        for w, r in zip(plan.independent, self.results, strict=True):
-            total = total + w.weight * r.scores
-        self._independent_total = total
+        # the status is the last Warning, or an abort (then there is nothing to share)
+        self.results, self.status = _run(ctx, plan.independent, slots)
+        aborts = self.status is not None and self.status.aborts
+        self._independent_total = (
+            None if aborts else _weighted_sum(plan.independent, self.results, len(slots))
+        )
 
     def base(self, fleet: Fleet, top: int) -> _Base:
         version = fleet.decisions.version if self.plan.balance is not None else -1
@@ -372,12 +393,13 @@ class _Group:
         if hit is not None and hit.version == version:
             return hit
         total = self._independent_total
+        assert total is not None  # an aborted group hands out no base
         balance = None
         if self.plan.balance is not None:
             balance = balance_scores(fleet.decision_counts()[self.slots], top)
             total = total + self.plan.balance * balance
         big = len(total) > 0 and int(np.abs(total).max()) >= PACKED
-        keys = None if big else fleet.rank[self.slots] - total * (1 << 32)
+        keys = None if big else _packed_keys(fleet.rank[self.slots], total)
         if len(self._bases) >= BASES_KEPT:
             self._bases.clear()
         base = _Base(version, total, keys, balance)
