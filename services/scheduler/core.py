@@ -403,6 +403,11 @@ class SchedulerProcessor:
         assert isinstance(obj, ManagedCluster)
         self.fleet.upsert_cluster(obj, raw)
 
+    def holds(self, key: str, seq: int) -> bool:
+        """Whether the decision `seq` of this placement (or a later one) is already applied."""
+        last = self.published.get(key)
+        return last is not None and seq <= last.seq
+
     def _apply_decision(self, key: str, value: Mapping[str, Any] | None) -> None:
         """Decisions of every placement: Balance reads them all; ours are the checkpoint."""
         if value is None:
@@ -411,8 +416,7 @@ class SchedulerProcessor:
             pub = Published.from_diff(value)
         except (KeyError, TypeError, ValueError) as e:
             raise InvalidRecord(f"decisions/{key}: not a DecisionDiff: {e}") from None
-        last = self.published.get(key)
-        if last is not None and pub.seq <= last.seq:
+        if self.holds(key, pub.seq):
             return  # already applied (our own record coming back, or a duplicate)
         self.published[key] = pub
         if pub.deleted:

@@ -389,13 +389,12 @@ class SchedulerWorker:
     def _applied_already(self, record: Record) -> bool:
         """A decision whose `seq` (its ce_resourceversion) is already held: our own diffs come back
         through the broadcast, thousands after a fan-out, and need no decoding to be skipped."""
-        last = self.processor.published.get(record.key) if record.key is not None else None
-        if last is None:
+        if record.key is None:
             return False
         for name, raw in record.headers:
             if name == H_RESOURCEVERSION:
                 try:
-                    return int(raw) <= last.seq
+                    return self.processor.holds(record.key, int(raw))
                 except ValueError:
                     return False
         return False
