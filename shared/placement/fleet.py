@@ -11,7 +11,7 @@ kept as counters rather than re-listed; selector and set-membership results are 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -127,25 +127,37 @@ class DecisionStore:
         else:
             del self.total[name]
 
-    def put(self, source: str, namespace: str, placement: str | None, clusters: Iterable[str]) -> None:
+    def put(
+        self, source: str, namespace: str, placement: str | None, clusters: Iterable[str]
+    ) -> tuple[Sequence[str], Sequence[str]]:
+        """Replace a source; returns the names whose count went down and up (with repeats).
+
+        A placement's new decision mostly keeps its old clusters: with the same owner and no
+        repeated names, only the names that differ are counted again."""
         names = tuple(clusters)
-        if self._sources.get(source) == (namespace, placement, names):
-            return  # unchanged: the version stays, and so does everything derived from it
-        self.remove(source)
+        old = self._sources.get(source)
+        if old == (namespace, placement, names):
+            return (), ()  # unchanged: the version stays, and so does everything derived from it
+        if old is not None and old[:2] == (namespace, placement):
+            before, after = set(old[2]), set(names)
+            if len(before) == len(old[2]) and len(after) == len(names):
+                gone = [n for n in old[2] if n not in after]
+                came = [n for n in names if n not in before]
+                self._sources[source] = (namespace, placement, names)
+                self._move(namespace, placement, gone, came)
+                return gone, came
+        gone_all = self.remove(source)
         self._sources[source] = (namespace, placement, names)
         if placement:
             self._by_owner.setdefault((namespace, placement), set()).add(source)
-        own = self._own.setdefault((namespace, placement), Counter()) if placement else None
-        for n in names:
-            self._bump(n, 1)
-            if own is not None:
-                own[n] += 1
-        self.version += 1
+        self._move(namespace, placement, (), names)
+        return gone_all, names
 
-    def remove(self, source: str) -> None:
+    def remove(self, source: str) -> Sequence[str]:
+        """Drop a source; returns its names (their counts went down)."""
         old = self._sources.pop(source, None)
         if old is None:
-            return
+            return ()
         namespace, placement, names = old
         if placement:
             owned = self._by_owner.get((namespace, placement))
@@ -153,14 +165,23 @@ class DecisionStore:
                 owned.discard(source)
                 if not owned:
                     del self._by_owner[(namespace, placement)]
-        own = self._own.get((namespace, placement)) if placement else None
-        for n in names:
+        self._move(namespace, placement, names, ())
+        return names
+
+    def _move(self, namespace: str, placement: str | None, gone: Sequence[str], came: Sequence[str]) -> None:
+        """Count `gone` out and `came` in, globally and for the owning placement."""
+        own = self._own.setdefault((namespace, placement), Counter()) if placement else None
+        for n in gone:
             self._bump(n, -1)
             if own is not None:
                 own[n] -= 1
                 if not own[n]:
                     del own[n]
-        if placement and own is not None and not own:
+        for n in came:
+            self._bump(n, 1)
+            if own is not None:
+                own[n] += 1
+        if placement and not own:
             del self._own[(namespace, placement)]
         self.version += 1
 
@@ -578,29 +599,25 @@ class Fleet:
     ) -> None:
         """Replace one decision source, keeping the per-slot counts in step incrementally."""
         fresh = self._decision_count_version == self.decisions.version
-        old = self.decisions.get(source)
-        self.decisions.put(source, namespace, placement, clusters)
+        gone, came = self.decisions.put(source, namespace, placement, clusters)
         if fresh and self._decision_count_version != self.decisions.version:
-            for name in old[2] if old else ():
-                slot = self._slot.get(name)
-                if slot is not None:
-                    self.decision_count[slot] -= 1
-            for name in self.decisions.clusters_of(source):
-                slot = self._slot.get(name)
-                if slot is not None:
-                    self.decision_count[slot] += 1
+            self._count(gone, -1)
+            self._count(came, 1)
             self._decision_count_version = self.decisions.version
 
     def remove_decisions(self, source: str) -> None:
         fresh = self._decision_count_version == self.decisions.version
-        old = self.decisions.get(source)
-        self.decisions.remove(source)
+        gone = self.decisions.remove(source)
         if fresh:
-            for name in old[2] if old else ():
-                slot = self._slot.get(name)
-                if slot is not None:
-                    self.decision_count[slot] -= 1
+            self._count(gone, -1)
             self._decision_count_version = self.decisions.version
+
+    def _count(self, names: Sequence[str], delta: int) -> None:
+        counts, slot_of = self.decision_count, self._slot
+        for name in names:
+            slot = slot_of.get(name)
+            if slot is not None:
+                counts[slot] += delta
 
     def upsert_pd(self, pd: PlacementDecision) -> None:
         key = f"{pd.metadata.namespace}/{pd.metadata.name}"
