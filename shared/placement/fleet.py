@@ -10,7 +10,7 @@ kept as counters rather than re-listed; selector and set-membership results are 
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +38,9 @@ __all__ = ["ClusterInfo", "DecisionStore", "Fleet", "SetSelectorError"]
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+# Decision writes remembered, so that what Balance derived from the counts can be patched
+# instead of recomputed when a few placements changed their decisions since.
+JOURNAL = 64
 
 
 class SetSelectorError(Exception):
@@ -108,22 +111,29 @@ class DecisionStore:
         self._sources: dict[str, tuple[str, str | None, tuple[str, ...]]] = {}
         self.total: Counter[str] = Counter()
         self._own: dict[tuple[str, str], Counter[str]] = {}
-        self._hist: Counter[int] = Counter()  # count -> number of names with that count
+        self._at: dict[int, set[str]] = {}  # count -> the names with that count
         self._by_owner: dict[tuple[str, str], set[str]] = {}
         self.version = 0
         self._top = 0
         self._top_version = -1
+        # (version after a write, the names it counted in or out): what moved since a version
+        self._journal: deque[tuple[int, Sequence[str]]] = deque(maxlen=JOURNAL)
 
     def _bump(self, name: str, delta: int) -> None:
         old = self.total[name]
         new = old + delta
         if old:
-            self._hist[old] -= 1
-            if not self._hist[old]:
-                del self._hist[old]
+            names = self._at[old]
+            names.discard(name)
+            if not names:
+                del self._at[old]
         if new:
             self.total[name] = new
-            self._hist[new] += 1
+            at = self._at.get(new)
+            if at is None:
+                self._at[new] = {name}
+            else:
+                at.add(name)
         else:
             del self.total[name]
 
@@ -170,7 +180,11 @@ class DecisionStore:
 
     def _move(self, namespace: str, placement: str | None, gone: Sequence[str], came: Sequence[str]) -> None:
         """Count `gone` out and `came` in, globally and for the owning placement."""
-        own = self._own.setdefault((namespace, placement), Counter()) if placement else None
+        own = None
+        if placement:
+            own = self._own.get((namespace, placement))
+            if own is None:
+                own = self._own[(namespace, placement)] = Counter()
         for n in gone:
             self._bump(n, -1)
             if own is not None:
@@ -184,6 +198,22 @@ class DecisionStore:
         if placement and not own:
             del self._own[(namespace, placement)]
         self.version += 1
+        self._journal.append((self.version, (*gone, *came)))
+
+    def changed_since(self, version: int) -> set[str] | None:
+        """The names whose count may differ from what it was at `version`; None when that is
+        too far back to tell (the caller recounts everything)."""
+        if version == self.version:
+            return set()
+        journal = self._journal
+        if version > self.version or not journal or journal[0][0] > version + 1:
+            return None
+        out: set[str] = set()
+        for at, names in reversed(journal):
+            if at <= version:
+                break
+            out.update(names)
+        return out
 
     def own(self, namespace: str, placement: str) -> Mapping[str, int]:
         """Cluster name -> occurrences in this placement's own PDs (label = its name)."""
@@ -191,23 +221,20 @@ class DecisionStore:
 
     def max_count_excluding(self, own: Mapping[str, int]) -> int:
         """spec §5.2: the highest count over all counted names, this placement's PDs excluded."""
-        if not self._hist:
+        if not self._at:
             return 0
-        top = max(self._hist) if self._top_version != self.version else self._top
+        top = max(self._at) if self._top_version != self.version else self._top
         self._top, self._top_version = top, self.version
-        if not own:
-            return top
-        total = self.total
-        if self._hist[top] > sum(1 for name in own if total.get(name, 0) == top):
+        if not own or not self._at[top] <= own.keys():
             return top  # a name at the top count is not this placement's
         best = 0
         for name, k in own.items():
             best = max(best, self.total.get(name, 0) - k)
         reduced: Counter[int] = Counter(self.total[name] for name in own)
-        for count in sorted(self._hist, reverse=True):
+        for count in sorted(self._at, reverse=True):
             if count <= best:
                 break
-            if self._hist[count] - reduced.get(count, 0) > 0:
+            if len(self._at[count]) - reduced.get(count, 0) > 0:
                 return count
         return best
 

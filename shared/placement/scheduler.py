@@ -169,9 +169,35 @@ def _plan(placement: Placement, fleet: Fleet, options: EngineOptions) -> Plan:
     return plan
 
 
+def _decision_groups(
+    placement: Placement, fleet: Fleet, selected: tuple[str, ...], by_score: Mapping[str, int] | None
+) -> tuple[tuple[DecisionGroupResult, ...], str | None, tuple[Page, ...]]:
+    """The decision groups (one empty group on a bad strategy), their error and their pages.
+
+    Kept per placement while what they read stays: the strategy, the selection and, when the
+    strategy selects clusters by label or claim, the fleet. A re-evaluation that keeps its
+    selection (most runs of a fan-out) reuses them."""
+    strategy = placement.spec.decision_strategy.group_strategy
+    key = ("groups", placement.key)
+    stamp = (selected, fleet.version if strategy.decision_groups else -1)
+    if by_score is None:
+        hit = fleet.cache.get(key)
+        if hit is not None and hit[0] is strategy and hit[1] == stamp:
+            kept: tuple[tuple[DecisionGroupResult, ...], str | None, tuple[Page, ...]] = hit[2]
+            return kept
+    groups, error = build_groups(strategy, selected, fleet.clusters, by_score)
+    if error is not None:
+        groups = [DecisionGroupResult("", 0, ())]
+    out = (tuple(groups), error, tuple(paginate(placement.metadata.name, groups)))
+    if by_score is None:
+        fleet.cache[key] = (strategy, stamp, out)
+    return out
+
+
 def forget(fleet: Fleet, key: str) -> None:
     """Drop what is kept for one placement across schedules (it was deleted)."""
     fleet.cache.pop(("weights", key), None)
+    fleet.cache.pop(("groups", key), None)
     forget_compiled(fleet, key)
 
 
@@ -280,13 +306,12 @@ def schedule(
         unscheduled = (n - len(selected)) if n is not None else 0
         requeue = requeue_time(fleet.clusters, own, placement.spec.tolerations, now)
 
-    strategy = placement.spec.decision_strategy.group_strategy
     by_score = None
     if placement.spec.sort_by == "Score" and selected:
         by_score = {
             n: int(t) for n, t in zip(slot_names[slots].tolist(), scored.totals.tolist(), strict=True)
         }
-    groups, group_error = build_groups(strategy, selected, fleet.clusters, by_score)
+    groups, group_error, pages = _decision_groups(placement, fleet, selected, by_score)
     final = status
     if group_error is not None:
         # OCM deletes every PD here yet reports the selection as scheduled (spec §7.4). We treat
@@ -294,8 +319,6 @@ def schedule(
         # group remains, and the status says so (docs/compatibility.md).
         final = Status(Code.MISCONFIGURED, "", group_error)
         selected, selected_totals = (), ()
-        groups = [DecisionGroupResult("", 0, ())]
-    pages = paginate(meta.name, groups)
 
     conditions = (
         misconfigured_condition(final),
@@ -319,8 +342,8 @@ def schedule(
         _available=available,
         _filtered=tuple(filtered),
         selected=selected,
-        groups=tuple(groups),
-        pages=tuple(pages),
+        groups=groups,
+        pages=pages,
         requeue_at=requeue,
         unscheduled=unscheduled,
         conditions=conditions,

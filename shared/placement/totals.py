@@ -17,6 +17,7 @@ prioritizers one by one (`tests/placement/test_totals.py` compares them).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,6 +36,7 @@ BASES_KEPT = 256
 Row = tuple[str, int, Any, Any]  # (prioritizer name, weight, scores, has_entry)
 PACKED = 1 << 30  # totals below this in magnitude pack into one int64 key with the name rank
 PREFIX = 32  # the base's best clusters kept in rank order, at least
+MOVED_MAX = 64  # clusters whose decision count moved, beyond which a base is rebuilt, not patched
 
 
 class Totals:
@@ -210,15 +212,45 @@ class _Base:
     the best clusters in rank order, found on first use and kept."""
 
     def __init__(
-        self, version: int, total: IntArray, keys: IntArray | None, balance: IntArray | None
+        self,
+        version: int,
+        total: IntArray,
+        keys: IntArray | None,
+        balance: IntArray | None,
+        leaders: tuple[list[int], list[int]] = ([], []),
+        runs: int = 0,
     ) -> None:
         self.version = version  # of the decisions it counted (-1: no Balance, counts not read)
         self.total = total
         self.keys = keys  # None when the totals are too large for packed keys
         self.balance = balance  # Balance's row at the global counts
-        self._order: list[int] = []
-        self._order_keys: list[int] = []
-        self.runs = 0  # that picked their best clusters from it
+        self._order, self._order_keys = leaders
+        self.runs = runs  # that picked their best clusters from it
+
+    def moved(
+        self, version: int, at: list[int], balance: list[int], total: list[int], keys: list[int]
+    ) -> _Base:
+        """A copy at `version` with the entries `at` replaced; its leaders follow from these
+        without a new partition: the unmoved leaders stay in order and a moved entry joins them
+        if it ranks before the last of them (everything else already ranked after it)."""
+        assert self.keys is not None and self.balance is not None
+        new_balance, new_total, new_keys = self.balance.copy(), self.total.copy(), self.keys.copy()
+        new_balance[at], new_total[at], new_keys[at] = balance, total, keys
+        moved = dict(zip(at, keys, strict=True))
+        complete = len(self._order) == len(self.total)
+        order: list[int] = []
+        order_keys: list[int] = []
+        for i, key in zip(self._order, self._order_keys, strict=True):
+            if i not in moved:
+                order.append(i)
+                order_keys.append(key)
+        if complete or order:
+            for i, key in moved.items():
+                if complete or key < order_keys[-1]:
+                    pos = bisect.bisect_left(order_keys, key)
+                    order.insert(pos, i)
+                    order_keys.insert(pos, key)
+        return _Base(version, new_total, new_keys, new_balance, (order, order_keys), self.runs)
 
     def leaders(self, k: int) -> tuple[list[int], list[int]]:
         """At least the best `k` (or all) indices in rank order, with their keys."""
@@ -390,8 +422,13 @@ class _Group:
     def base(self, fleet: Fleet, top: int) -> _Base:
         version = fleet.decisions.version if self.plan.balance is not None else -1
         hit = self._bases.get(top)
-        if hit is not None and hit.version == version:
-            return hit
+        if hit is not None:
+            if hit.version == version:
+                return hit
+            moved = self._moved(fleet, hit, top, version)
+            if moved is not None:
+                self._bases[top] = moved
+                return moved
         total = self._independent_total
         assert total is not None  # an aborted group hands out no base
         balance = None
@@ -405,6 +442,35 @@ class _Group:
         base = _Base(version, total, keys, balance)
         self._bases[top] = base
         return base
+
+    def _moved(self, fleet: Fleet, old: _Base, top: int, version: int) -> _Base | None:
+        """`old` brought to `version` by rescoring only the clusters whose decision count moved
+        since (a few per changed decision); None when that is unknown or not worth it."""
+        names = fleet.decisions.changed_since(old.version)
+        if names is None or len(names) > MOVED_MAX or old.keys is None or self.plan.balance is None:
+            return None
+        assert self._independent_total is not None
+        positions = _positions(fleet, self.slots)
+        counts = fleet.decision_counts()
+        rank = fleet.rank
+        at: list[int] = []
+        balance: list[int] = []
+        total: list[int] = []
+        keys: list[int] = []
+        for name in names:
+            slot = fleet.slot_of(name)
+            i = positions.get(slot) if slot is not None else None
+            if i is None:
+                continue
+            score = balance_score(int(counts[slot]), top)
+            t = int(self._independent_total[i]) + self.plan.balance * score
+            if abs(t) >= PACKED:
+                return None
+            at.append(i)
+            balance.append(score)
+            total.append(t)
+            keys.append(int(rank[slot]) - t * (1 << 32))
+        return old.moved(version, at, balance, total, keys)
 
 
 def _group(ctx: ScheduleContext, plan: Plan, slots: IntArray) -> _Group | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,18 +64,21 @@ def scenarios(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[tuple[str, di
         n = draw(st.one_of(st.none(), st.integers(0, size + 1)))
         if n is not None:
             spec["numberOfClusters"] = n
-        specs.append((f"p{k}", spec))
+        # placements with the same spec share a base, which their decisions then move
+        for copy in range(draw(st.integers(1, 3))):
+            specs.append((f"p{k}-{copy}", spec))
     return objects, specs, draw(st.integers(1, 4))
 
 
 @settings(max_examples=300, deadline=None)
-@given(scenarios())
+@given(scenarios(), st.sampled_from([1, 4]))
 def test_shared_base_totals_equal_one_prioritizer_at_a_time(
-    scenario: tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]], int],
+    scenario: tuple[list[dict[str, Any]], list[tuple[str, dict[str, Any]]], int], prefix: int
 ) -> None:
     objects, specs, rounds = scenario
-    # the smallest prefix of the base's best clusters, so that runs also grow it
-    with mock.patch.object(totals_module, "PREFIX", 1):
+    # 1: the smallest prefix of the base's best clusters, so that runs also grow it; 4: a prefix
+    # that outlives decisions moving (bases patched, not rebuilt, with their leaders kept)
+    with mock.patch.object(totals_module, "PREFIX", prefix):
         _check(objects, specs, rounds)
 
 
@@ -109,3 +113,39 @@ def _check(objects: list[dict[str, Any]], specs: list[tuple[str, dict[str, Any]]
             result = engine.evaluate(key, NOW)
             assert result is not None
             engine.commit(result)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-1000, 1000), min_size=1, max_size=40, unique=True),
+    st.integers(1, 40),
+    st.lists(st.tuples(st.integers(0, 39), st.integers(-1000, 1000)), max_size=6),
+)
+def test_a_moved_base_keeps_its_leaders_in_rank_order(
+    keys: list[int], first: int, moves: list[tuple[int, int]]
+) -> None:
+    """After entries move, the leaders a base keeps are still exactly its best in rank order."""
+    size = len(keys)
+    old = totals_module._Base(
+        0, np.zeros(size, dtype=np.int64), np.array(keys, dtype=np.int64), np.zeros(size, dtype=np.int64)
+    )
+    with mock.patch.object(totals_module, "PREFIX", 1):
+        old.leaders(min(first, size))
+    taken = set(keys)
+    at: list[int] = []
+    new_keys: list[int] = []
+    for i, key in moves:
+        if i < size and i not in at and key not in taken:  # keys stay unique, as packed keys are
+            taken.add(key)
+            at.append(i)
+            new_keys.append(key)
+    moved = old.moved(1, at, [0] * len(at), [0] * len(at), new_keys)
+    expected = list(keys)
+    for i, key in zip(at, new_keys, strict=True):
+        expected[i] = key
+    ranked = sorted(range(size), key=lambda i: expected[i])
+    kept, kept_keys = moved._order, moved._order_keys
+    assert kept == ranked[: len(kept)]
+    assert kept_keys == [expected[i] for i in kept]
+    order, _ = moved.leaders(size)
+    assert order == ranked
