@@ -27,7 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from services.http import HttpServer
 from services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from shared.bus.codec import DecodeLimits, decode_record, encode_json
-from shared.bus.envelope import H_RESOURCEVERSION, dead_letter, new_envelope, parse_time
+from shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter, parse_time
 from shared.bus.errors import DecodeError
 from shared.bus.kafka import (
     Batch,
@@ -149,6 +149,7 @@ class SchedulerWorker:
         )
         self.registry = CollectorRegistry()
         self.metrics = _Metrics(self.registry)
+        self._consumed: dict[str, Any] = {}  # topic -> its child of metrics.consumed
         self.clock = Clock(settings.clock)
         self._assigned: set[tuple[str, int]] = set()
         self._placement_partition: dict[str, int] = {}
@@ -360,7 +361,10 @@ class SchedulerWorker:
 
     def _consume(self, record: Record) -> list[OutgoingRecord]:
         topic = self.topics.unprefixed(record.topic)
-        self.metrics.consumed.labels(topic).inc()
+        counter = self._consumed.get(topic)
+        if counter is None:  # the labelled child, looked up once per topic (a lock and a dict each time)
+            counter = self._consumed[topic] = self.metrics.consumed.labels(topic)
+        counter.inc()
         if topic == "decisions" and self._applied_already(record):
             return []
         try:
@@ -474,22 +478,19 @@ class SchedulerWorker:
 
     def _diff_records(self, diffs: list[dict[str, Any]], now: datetime) -> list[OutgoingRecord]:
         out: list[OutgoingRecord] = []
+        diff_stamp = HeaderStamp("io.fleetplace.decisions", self.source, now)
+        current_stamp = HeaderStamp("io.fleetplace.placement-decisions", self.source, now)
         for diff in diffs:
             key = diff["placement"]
-            env = new_envelope(
-                "io.fleetplace.decisions", self.source, time=now, resource_version=int(diff["seq"])
-            )
-            out.append(OutgoingRecord(self.topics.decisions, key, encode_json(diff), env.to_headers()))
+            seq = int(diff["seq"])
+            out.append(OutgoingRecord(self.topics.decisions, key, encode_json(diff), diff_stamp.headers(seq)))
             current = self.processor.placement_decisions(key)
-            env2 = new_envelope(
-                "io.fleetplace.placement-decisions", self.source, time=now, resource_version=int(diff["seq"])
-            )
             out.append(
                 OutgoingRecord(
                     self.topics.placement_decisions,
                     key,
                     None if current is None else encode_json(current),
-                    env2.to_headers(),
+                    current_stamp.headers(seq),
                 )
             )
         self.metrics.diffs.inc(len(diffs))

@@ -108,6 +108,28 @@ class Envelope:
         )
 
 
+class HeaderStamp:
+    """The headers of many records of one type, source and time (one batch of output): only
+    `ce_id` (fresh per record) and `ce_resourceversion` differ, so the rest is encoded once.
+    `headers()` equals `Envelope.to_headers()` of the same attributes."""
+
+    def __init__(self, type: str, source: str, time: datetime, schema_version: str = "1") -> None:
+        self._before_id = ((H_SPECVERSION, SPEC_VERSION.encode()),)
+        self._after_id = (
+            (H_TYPE, type.encode()),
+            (H_SOURCE, source.encode()),
+            (H_TIME, format_time(time).encode()),
+            (H_CONTENT_TYPE, CONTENT_TYPE.encode()),
+            (H_SCHEMAVERSION, schema_version.encode()),
+        )
+
+    def headers(self, resource_version: int | None = None, id: str | None = None) -> Headers:
+        out: Headers = (*self._before_id, (H_ID, (id or str(uuid.uuid4())).encode()), *self._after_id)
+        if resource_version is None:
+            return out
+        return (*out, (H_RESOURCEVERSION, str(resource_version).encode()))
+
+
 def new_envelope(
     type: str,
     source: str,

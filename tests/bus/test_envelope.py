@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from shared.bus.envelope import DeadLetter, Envelope, dead_letter, new_envelope
+from shared.bus.envelope import DeadLetter, Envelope, HeaderStamp, dead_letter, new_envelope
 from shared.bus.errors import EnvelopeError
 from shared.bus.records import Record, decode_key_lossless
 
@@ -25,6 +25,23 @@ def test_headers_carry_cloudevents_binary_mode_attributes() -> None:
     assert headers["ce_schemaversion"] == b"1"
     assert headers["ce_resourceversion"] == b"7"
     assert len(headers["ce_id"]) == 36
+
+
+@pytest.mark.parametrize("resource_version", [None, 0, 42])
+def test_a_header_stamp_gives_the_envelope_headers(resource_version: int | None) -> None:
+    stamp = HeaderStamp("io.fleetplace.decisions", "/fleetplace/scheduler", AT)
+    stamped = stamp.headers(resource_version, id="e1")
+    envelope = new_envelope(
+        "io.fleetplace.decisions",
+        "/fleetplace/scheduler",
+        time=AT,
+        resource_version=resource_version,
+        id="e1",
+    )
+    assert stamped == envelope.to_headers()
+    assert Envelope.from_headers(stamped) == envelope
+    ids = {dict(stamp.headers(resource_version))["ce_id"] for _ in range(3)}
+    assert len(ids) == 3  # a fresh id per record
 
 
 def test_headers_round_trip() -> None:
