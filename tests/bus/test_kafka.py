@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from aiokafka import TopicPartition
+from aiokafka.errors import MessageSizeTooLargeError
 
 from shared.bus.codec import DecodeLimits, decode_object, decode_record
 from shared.bus.envelope import DeadLetter, Envelope, dead_letter, new_envelope
@@ -85,6 +86,62 @@ async def test_round_trip_keeps_keys_values_headers_and_tombstones(broker: str, 
     assert got[1].is_tombstone and decode_record(got[1]).is_tombstone
     assert Envelope.from_headers(got[0].headers) == envelope
     assert got[2].header("dup") == b""
+
+
+async def test_send_all_packs_batches_on_the_default_partitioners_partitions(
+    broker: str, topic_prefix: str
+) -> None:
+    """Thousands of records in batches: each lands where `producer.send` would have put it
+    (co-partitioning depends on it), in order per key, with the offset send_all reported; a
+    batch size smaller than the whole run makes it span several batches per partition."""
+    topics = await _topics(broker, topic_prefix, "placements")
+    keys = [f"ns{i % 7}/placement{i}" for i in range(60)]
+    sent = [OutgoingRecord(topics.placements, keys[i % 60], f"{i:06d}".encode() * 40) for i in range(3000)]
+    producer = make_producer(broker, max_batch_size=16384)
+    await start_client(producer)
+    try:
+        delivered = await send_all(producer, sent)
+        # the same keys one record at a time through aiokafka's own partitioner
+        by_send = [await (await producer.send(topics.placements, value=b"x", key=k.encode())) for k in keys]
+    finally:
+        await producer.stop()
+    expected_partition = {k: m.partition for k, m in zip(keys, by_send, strict=True)}
+    assert len(set(expected_partition.values())) > 1
+    assert [d.partition for d in delivered] == [expected_partition[str(r.key)] for r in sent]
+    async with BroadcastReader(broker, [topics.placements]) as reader:
+        records = await reader.read_to_end()
+    by_offset = {(r.partition, r.offset): r for r in records}
+    assert [
+        (by_offset[(d.partition, d.offset)].key, by_offset[(d.partition, d.offset)].value) for d in delivered
+    ] == [(r.key, r.value) for r in sent]
+    for key in keys:  # per key, in the order given
+        mine = [d.offset for d, r in zip(delivered, sent, strict=True) if r.key == key]
+        assert mine == sorted(mine)
+
+
+async def test_send_all_reports_a_record_too_large_for_any_batch(broker: str, topic_prefix: str) -> None:
+    topics = await _topics(broker, topic_prefix, "clusters")
+    producer = make_producer(broker, max_batch_size=16384, max_request_size=65536)
+    await start_client(producer)
+    try:
+        small = OutgoingRecord(topics.clusters, "a", b"{}")
+        with pytest.raises(MessageSizeTooLargeError):
+            await send_all(producer, [small, OutgoingRecord(topics.clusters, "b", b"x" * 100_000)])
+        # larger than a batch, smaller than a request; and a large one between two small ones
+        sent = [
+            small,
+            OutgoingRecord(topics.clusters, "c", b"y" * 30_000),
+            OutgoingRecord(topics.clusters, "a", b"z" * 64_000),
+            OutgoingRecord(topics.clusters, "a", b"[]"),
+        ]
+        delivered = await send_all(producer, sent)
+    finally:
+        await producer.stop()
+    async with BroadcastReader(broker, [topics.clusters]) as reader:
+        records = {(r.partition, r.offset): r for r in await reader.read_to_end()}
+    assert [records[(d.partition, d.offset)].value for d in delivered] == [r.value for r in sent]
+    same_key = [d.offset for d, r in zip(delivered, sent, strict=True) if r.key == "a"]
+    assert same_key == sorted(same_key)
 
 
 async def test_broadcast_reader_is_caught_up_only_after_every_record_of_multi_record_batches(
