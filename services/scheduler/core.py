@@ -279,6 +279,8 @@ class SchedulerProcessor:
         self._timer_due: dict[tuple[str, str], float] = {}
         self.owns = owns or (lambda key: True)
         self._last_full_resync: float | None = None
+        self._forms: dict[str, tuple[Any, ...]] = {}  # see _published_form
+        self._coordinates: dict[str, tuple[Any, ...]] = {}  # see _addon_coordinates
 
     # ---- applying records -----------------------------------------------------------------
     def apply(self, topic: str, key: str, value: Mapping[str, Any] | None) -> None:
@@ -554,14 +556,11 @@ class SchedulerProcessor:
         if result.requeue_at is not None:
             self._arm(key, "toleration-expired", result.requeue_at.timestamp())
             nxt = result.requeue_at
-        resources = _addon_resources(placement)
-        if resources and result._post is not None and len(result._post):
+        uses_addon, coordinates = self._addon_coordinates(key, placement)
+        if uses_addon and result._post is not None and len(result._post):
             ts = now.timestamp()
-            for c in placement.spec.prioritizer_policy.configurations:
-                sc = c.score_coordinate
-                if sc is None or sc.add_on is None or c.weight == 0:
-                    continue
-                col = self.fleet.score_column(sc.add_on.resource_name, sc.add_on.score_name)
+            for resource, score in coordinates:
+                col = self.fleet.score_column(resource, score)
                 if not col.expires:
                     continue
                 vu = col.valid_until[result._post]
@@ -574,6 +573,21 @@ class SchedulerProcessor:
                     nxt = t if nxt is None or t < nxt else nxt
             self._arm(key, "resync", now.timestamp() + self.options.addon_resync_s)
         return nxt
+
+    def _addon_coordinates(self, key: str, placement: Placement) -> tuple[bool, tuple[tuple[str, str], ...]]:
+        """Whether the placement uses AddOn scores (spec §9.1), and the weighted (resource, score)
+        coordinates whose validUntil can requeue it; kept per Placement object."""
+        kept = self._coordinates.get(key)
+        if kept is not None and kept[0] is placement:
+            return kept[1], kept[2]
+        coordinates = tuple(
+            (c.score_coordinate.add_on.resource_name, c.score_coordinate.add_on.score_name)
+            for c in placement.spec.prioritizer_policy.configurations
+            if c.score_coordinate is not None and c.score_coordinate.add_on is not None and c.weight != 0
+        )
+        uses = bool(_addon_resources(placement))
+        self._coordinates[key] = (placement, uses, coordinates)
+        return uses, coordinates
 
     # ---- evaluation -----------------------------------------------------------------------
     def evaluate(
@@ -604,17 +618,22 @@ class SchedulerProcessor:
             diff = self._diff(key, last, (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True)
             self.published[key] = Published.from_diff(diff)
             self.engine.forget(key)
+            self._forms.pop(key, None)
+            self._coordinates.pop(key, None)
             return diff
         result = self.engine.evaluate(key, now)
         assert result is not None
         if result.skipped is not None:
             return None  # disabled, deleting, or a broken set: decisions stay as they are (spec §9.2, §9.5)
         nxt = self._arm_after(key, placement, result, now)
-        groups = tuple((g.name, g.index, g.clusters) for g in result.groups)
-        status = _status_json(result)
+        groups, status = self._published_form(key, result)
         decisions = result.decisions
         if last is not None and not last.deleted:
-            same = (last.decisions, last.groups, dict(last.status)) == (decisions, groups, status)
+            same = (
+                last.decisions == decisions
+                and last.groups == groups
+                and (last.status is status or last.status == status)
+            )
             if same and (
                 placement.spec.sort_by != "Score"
                 or last.decision_scores() == result.scores_of(set(decisions))
@@ -656,9 +675,37 @@ class SchedulerProcessor:
             placement.metadata.generation,
             sort_by_score=placement.spec.sort_by == "Score",
         )
-        self.published[key] = Published.from_diff(diff)
+        # what from_diff would read back from this diff, without reading it back
+        self.published[key] = Published(
+            seq=diff["seq"],
+            decisions=decisions,
+            groups=groups,
+            scores=dict(diff["scores"]),
+            status=status,
+            evaluated_at=now.timestamp(),
+            sort_by_score=placement.spec.sort_by == "Score",
+        )
         self.engine.commit(result)
         return diff
+
+    def _published_form(
+        self, key: str, result: ScheduleResult
+    ) -> tuple[tuple[tuple[str, int, tuple[str, ...]], ...], dict[str, Any]]:
+        """The groups and status of a result as a diff carries them. Kept per placement while the
+        result's groups (the same object while the selection stays) and conditions stay: most
+        runs of a fan-out keep them, and compare by identity with what was published."""
+        kept = self._forms.get(key)
+        if (
+            kept is not None
+            and kept[0] is result.groups
+            and kept[1] == result.conditions
+            and kept[2] == result.number_selected
+        ):
+            return kept[3], kept[4]
+        groups = tuple((g.name, g.index, g.clusters) for g in result.groups)
+        status = _status_json(result)
+        self._forms[key] = (result.groups, result.conditions, result.number_selected, groups, status)
+        return groups, status
 
     @staticmethod
     def _diff(
@@ -746,6 +793,8 @@ class SchedulerProcessor:
         if gone is not None:
             self._unindex_placement(key, gone)
         self.fleet.delete_placement(key)
+        self._forms.pop(key, None)
+        self._coordinates.pop(key, None)
         if self.dirty.pop(key, None) is not None:
             self._order = None
 

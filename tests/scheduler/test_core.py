@@ -328,3 +328,50 @@ def test_a_set_membership_change_enqueues_every_placement_bound_to_either_set() 
     assert set(p.dirty) == {"ns1/plain"}
     (d,) = p.evaluate(T0)
     assert d["removed"] == ["c1"]
+
+
+def test_the_decision_kept_after_publishing_is_the_one_read_back_from_the_diff() -> None:
+    """The worker keeps its own decision without decoding its diff again; what it keeps must be
+    what a restarted worker reads back from the topic (sortBy Score, groups, sub-second times)."""
+    from services.scheduler.core import Published
+
+    p = SchedulerProcessor()
+    fleet(p, 5)
+    cfg = [
+        {
+            "scoreCoordinate": {"type": "AddOn", "addOn": {"resourceName": "demo", "scoreName": "s"}},
+            "weight": 1,
+        }
+    ]
+    groups = {
+        "groupStrategy": {
+            "decisionGroups": [
+                {
+                    "groupName": "gold",
+                    "groupClusterSelector": {"labelSelector": {"matchLabels": {"tier": "gold"}}},
+                }
+            ]
+        }
+    }
+    p.apply("placements", "ns1/a", placement("ns1", "a", numberOfClusters=3, decisionStrategy=groups))
+    p.apply(
+        "placements",
+        "ns1/b",
+        placement(
+            "ns1",
+            "b",
+            numberOfClusters=2,
+            sortBy="Score",
+            prioritizerPolicy={"mode": "Exact", "configurations": cfg},
+        ),
+    )
+    _scored(p, {"c1": 10, "c2": 50, "c3": 90, "c4": -5, "c5": 0})
+    now = T0 + timedelta(microseconds=250)
+    diffs = p.evaluate(now)
+    assert {d["placement"] for d in diffs} == {"ns1/a", "ns1/b"}
+    for d in diffs:
+        assert p.published[d["placement"]] == Published.from_diff(d)
+    _scored(p, {"c4": 99})
+    later = now + timedelta(seconds=1)
+    diffs = p.evaluate(later)
+    assert diffs and all(p.published[d["placement"]] == Published.from_diff(d) for d in diffs)
