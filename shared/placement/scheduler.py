@@ -179,7 +179,9 @@ def _decision_groups(
     selection (most runs of a fan-out) reuses them."""
     strategy = placement.spec.decision_strategy.group_strategy
     key = ("groups", placement.key)
-    stamp = (selected, fleet.version if strategy.decision_groups else -1)
+    # without scores to order by, groups are built from the set of selected clusters (sorted by
+    # name inside each group): a new rank order of the same clusters builds the same groups
+    stamp = (frozenset(selected), fleet.version if strategy.decision_groups else -1)
     if by_score is None:
         hit = fleet.cache.get(key)
         if hit is not None and hit[0] is strategy and hit[1] == stamp:

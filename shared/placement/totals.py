@@ -300,22 +300,23 @@ class _Patched(Totals):
         base.runs += 1
         if base.runs == 1:  # a base used once (decisions moved since the last run): no leaders yet
             return best(self.keys, n)
-        patched = dict(zip(self._at, self._own_keys, strict=True))
+        patched = set(self._at)
         order, keys = base.leaders(n + len(patched))
-        picked: list[tuple[int, int]] = []
+        picked = list(zip(self._own_keys, self._at, strict=True))
+        left = n
         for i, key in zip(order, keys, strict=True):
             if i not in patched:
                 picked.append((key, i))
-                if len(picked) == n:
+                left -= 1
+                if not left:
                     break
-        picked.extend((key, i) for i, key in patched.items())
         picked.sort()
         return [i for _, i in picked[:n]]
 
     def totals_of(self, indices: list[int]) -> list[int]:
         out: list[int] = self._base.total[indices].tolist()
-        own = dict(zip(self._at, self._own_totals, strict=True))
-        return [own.get(i, t) for i, t in zip(indices, out, strict=True)]
+        own = self.known()
+        return [own.get(i, t) for i, t in zip(indices, out, strict=True)] if own else out
 
     def known(self) -> dict[int, int]:
         return dict(zip(self._at, self._own_totals, strict=True))
@@ -379,24 +380,28 @@ def _patched(ctx: ScheduleContext, plan: Plan, slots: IntArray, status: Status) 
     own_balance: list[int] = []
     if own and (balance is not None or steady is not None):
         positions = _positions(fleet, slots)
-        counts = fleet.decision_counts()
-        rank = fleet.rank
+        found: list[tuple[str, int, int]] = []  # (name, own count, slot) of own candidates
         for name, k in own.items():
             slot = fleet.slot_of(name)
-            i = positions.get(slot) if slot is not None else None
-            if i is None:
-                continue
-            total = int(base.total[i])
-            score = 0
-            if base.balance is not None:
-                score = balance_score(int(counts[slot]) - k, top)
-                total += (balance or 0) * (score - int(base.balance[i]))
-            if steady is not None:
-                total += steady * STEADY_SCORE
-            at.append(i)
-            own_totals.append(total)
-            own_balance.append(score)
-            own_keys.append(int(rank[slot]) - total * (1 << 32))
+            if slot is not None and slot in positions:
+                at.append(positions[slot])
+                found.append((name, k, slot))
+        if at:
+            # a few entries each: one gather per array, not a numpy scalar per read
+            base_totals = base.total[at].tolist()
+            base_balance = base.balance[at].tolist() if base.balance is not None else None
+            ranks = fleet.rank[[slot for _, _, slot in found]].tolist()
+            counts = fleet.decisions.total  # a name's count over all sources (decision_counts by name)
+            extra = steady * STEADY_SCORE if steady is not None else 0
+            for j, (name, k, _) in enumerate(found):
+                total = base_totals[j] + extra
+                score = 0
+                if base_balance is not None:
+                    score = balance_score(counts[name] - k, top)
+                    total += (balance or 0) * (score - base_balance[j])
+                own_totals.append(total)
+                own_balance.append(score)
+                own_keys.append(ranks[j] - total * (1 << 32))
     if base.keys is None or any(abs(t) >= PACKED for t in own_totals):
         # too large to pack: one by one, as the plain path does it
         return _one_by_one(ctx, plan.weighted, slots, status)
