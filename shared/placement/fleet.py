@@ -120,7 +120,8 @@ class DecisionStore:
         self._journal: deque[tuple[int, Sequence[str]]] = deque(maxlen=JOURNAL)
 
     def _bump(self, name: str, delta: int) -> None:
-        old = self.total[name]
+        # dict methods, not Counter's Python-level __missing__/__delitem__ (this runs per name moved)
+        old = self.total.get(name, 0)
         new = old + delta
         if old:
             names = self._at[old]
@@ -135,7 +136,7 @@ class DecisionStore:
             else:
                 at.add(name)
         else:
-            del self.total[name]
+            self.total.pop(name, None)
 
     def put(
         self, source: str, namespace: str, placement: str | None, clusters: Iterable[str]
@@ -190,7 +191,7 @@ class DecisionStore:
             if own is not None:
                 own[n] -= 1
                 if not own[n]:
-                    del own[n]
+                    own.pop(n)
         for n in came:
             self._bump(n, 1)
             if own is not None:

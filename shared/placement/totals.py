@@ -290,6 +290,8 @@ class _Patched(Totals):
         self._own_totals = own_totals
         self._own_keys = own_keys
         self._own_balance = own_balance
+        self._picked: list[tuple[int, int]] = []  # (key, index) of the last top(n) from the leaders
+        self._top: list[int] | None = None  # and the list it returned
 
     def top(self, n: int | None) -> list[int]:
         if n is None:
@@ -311,9 +313,14 @@ class _Patched(Totals):
                 if not left:
                     break
         picked.sort()
-        return [i for _, i in picked[:n]]
+        self._picked = picked[:n]
+        self._top = [i for _, i in self._picked]
+        return self._top
 
     def totals_of(self, indices: list[int]) -> list[int]:
+        if indices is self._top:  # the list top() just returned: its keys are at hand
+            # a packed key is rank - total * 2**32 with 0 <= rank < 2**32: the total is in its high bits
+            return [-(key >> 32) for key, _ in self._picked]
         out: list[int] = self._base.total[indices].tolist()
         own = self.known()
         return [own.get(i, t) for i, t in zip(indices, out, strict=True)] if own else out
