@@ -29,15 +29,19 @@ class Code(StrEnum):
     MISCONFIGURED = "Misconfigured"
 
 
+ABORTING = frozenset({Code.ERROR, Code.MISCONFIGURED})
+
+
 @dataclass(frozen=True, slots=True)
 class Status:
     code: Code = Code.SUCCESS
     plugin: str = ""
     message: str = ""
+    # whether the run stops here: read several times per run, so set once
+    aborts: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def aborts(self) -> bool:
-        return self.code in (Code.ERROR, Code.MISCONFIGURED)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "aborts", self.code in ABORTING)
 
 
 SUCCESS = Status()

@@ -29,6 +29,10 @@ from shared.placement.totals import Plan, Totals, aborted, plan_of, totals
 from shared.placement.weights import WeightError, resolve
 
 FILTERS: tuple[Filter, ...] = (PredicateFilter(), TaintTolerationFilter())
+# the debugger's names of the filter pipeline after each filter: "Predicate", "Predicate,TaintToleration"
+PIPELINES = tuple(",".join(f.name for f in FILTERS[: i + 1]) for i in range(len(FILTERS)))
+EMPTY = np.zeros(0, dtype=np.int64)
+EMPTY.setflags(write=False)
 
 
 @dataclass(frozen=True)
@@ -229,7 +233,7 @@ def schedule(
     key = placement.key
     meta = placement.metadata
     own = fleet.decisions.own(meta.namespace, meta.name)
-    empty = np.zeros(0, dtype=np.int64)
+    empty = EMPTY
 
     def skipped(why: str) -> ScheduleResult:
         return ScheduleResult(key, now, SUCCESS, (), 0, None, (), (), (), (), None, 0, (), skipped=why)
@@ -250,16 +254,14 @@ def schedule(
 
     status = SUCCESS
     filtered: list[tuple[str, Any]] = []
-    pipeline: list[str] = []
-    for f in FILTERS:
+    for f, pipeline in zip(FILTERS, PIPELINES, strict=True):
         result = f.filter(ctx, slots)
         if result.status.aborts:
             status = result.status
             slots = empty
             break
         slots = result.slots
-        pipeline.append(f.name)
-        filtered.append((",".join(pipeline), slots))
+        filtered.append((pipeline, slots))
         if result.status.code is Code.WARNING:
             status = result.status
 

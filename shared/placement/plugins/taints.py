@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from shared.api.ocm import Taint, Toleration
-from shared.placement.fleet import ClusterInfo
+from shared.placement.fleet import ClusterInfo, Fleet
 from shared.placement.framework import Code, FilterResult, IntArray, ScheduleContext, Status
 
 NAME = "TaintToleration"
@@ -101,6 +101,20 @@ def requeue_time(
     return best
 
 
+def _any_tainted(fleet: Fleet, slots: IntArray) -> bool:
+    """Whether a taint is on any of these candidates, kept per candidate array while the fleet
+    stays (every placement of a fan-out asks it of the same array)."""
+    kept: dict[int, tuple[IntArray, int, bool]] = fleet.cache.setdefault("any-tainted", {})
+    hit = kept.get(id(slots))
+    if hit is not None and hit[0] is slots and hit[1] == fleet.version:
+        return hit[2]
+    answer = bool(fleet.tainted[slots].any())
+    if len(kept) >= 256:  # stale arrays (older fleet versions) go in one sweep
+        kept.clear()
+    kept[id(slots)] = (slots, fleet.version, answer)
+    return answer
+
+
 class TaintTolerationFilter:
     name = NAME
 
@@ -112,9 +126,9 @@ class TaintTolerationFilter:
         if problem is not None:
             return FilterResult(slots[:0], Status(Code.MISCONFIGURED, NAME, problem))
         fleet = ctx.fleet
-        tainted = fleet.tainted[slots]
-        if not tainted.any():
+        if not _any_tainted(fleet, slots):
             return FilterResult(slots)
+        tainted = fleet.tainted[slots]
         keep = np.ones(len(slots), dtype=np.bool_)
         for i in np.flatnonzero(tainted).tolist():
             info = fleet.clusters[fleet.name_of(int(slots[i]))]
