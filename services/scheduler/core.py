@@ -692,12 +692,12 @@ class SchedulerProcessor:
         self, key: str, result: ScheduleResult
     ) -> tuple[tuple[tuple[str, int, tuple[str, ...]], ...], dict[str, Any]]:
         """The groups and status of a result as a diff carries them. Kept per placement while the
-        result's groups (the same object while the selection stays) and conditions stay: most
-        runs of a fan-out keep them, and compare by identity with what was published."""
+        result's groups and conditions stay: most runs of a fan-out keep them, and then compare
+        by identity with what was published."""
         kept = self._forms.get(key)
         if (
             kept is not None
-            and kept[0] is result.groups
+            and kept[0] == result.groups
             and kept[1] == result.conditions
             and kept[2] == result.number_selected
         ):

@@ -176,34 +176,17 @@ def _plan(placement: Placement, fleet: Fleet, options: EngineOptions) -> Plan:
 def _decision_groups(
     placement: Placement, fleet: Fleet, selected: tuple[str, ...], by_score: Mapping[str, int] | None
 ) -> tuple[tuple[DecisionGroupResult, ...], str | None, tuple[Page, ...]]:
-    """The decision groups (one empty group on a bad strategy), their error and their pages.
-
-    Kept per placement while what they read stays: the strategy, the selection and, when the
-    strategy selects clusters by label or claim, the fleet. A re-evaluation that keeps its
-    selection (most runs of a fan-out) reuses them."""
+    """The decision groups (one empty group on a bad strategy), their error and their pages."""
     strategy = placement.spec.decision_strategy.group_strategy
-    key = ("groups", placement.key)
-    # without scores to order by, groups are built from the set of selected clusters (sorted by
-    # name inside each group): a new rank order of the same clusters builds the same groups
-    stamp = (frozenset(selected), fleet.version if strategy.decision_groups else -1)
-    if by_score is None:
-        hit = fleet.cache.get(key)
-        if hit is not None and hit[0] is strategy and hit[1] == stamp:
-            kept: tuple[tuple[DecisionGroupResult, ...], str | None, tuple[Page, ...]] = hit[2]
-            return kept
     groups, error = build_groups(strategy, selected, fleet.clusters, by_score)
     if error is not None:
         groups = [DecisionGroupResult("", 0, ())]
-    out = (tuple(groups), error, tuple(paginate(placement.metadata.name, groups)))
-    if by_score is None:
-        fleet.cache[key] = (strategy, stamp, out)
-    return out
+    return tuple(groups), error, tuple(paginate(placement.metadata.name, groups))
 
 
 def forget(fleet: Fleet, key: str) -> None:
     """Drop what is kept for one placement across schedules (it was deleted)."""
     fleet.cache.pop(("weights", key), None)
-    fleet.cache.pop(("groups", key), None)
     forget_compiled(fleet, key)
 
 
