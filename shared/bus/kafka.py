@@ -27,7 +27,7 @@ from aiokafka.partitioner import murmur2
 from aiokafka.protocol.group import LeaveGroupRequest
 
 from shared.bus.errors import BusConfigError, BusConnectionError, TopicLayoutError
-from shared.bus.records import Delivered, OutgoingRecord, Record, decode_key_lossless
+from shared.bus.records import Delivered, Headers, OutgoingRecord, Record, decode_key_lossless
 from shared.logging import get_logger
 from shared.settings import KafkaSettings
 
@@ -120,16 +120,25 @@ async def start_client(client: Any) -> None:
 
 
 def to_record(message: Any) -> Record:
-    """aiokafka's ConsumerRecord (raw bytes, no deserializers) as a typed Record."""
+    """aiokafka's ConsumerRecord (raw bytes, no deserializers) as a typed Record. Runs for every
+    record a worker reads (thousands per fan-out), so the common case copies nothing."""
     return Record(
-        topic=message.topic,
-        partition=message.partition,
-        offset=message.offset,
-        key=decode_key_lossless(message.key),
-        value=message.value,
-        headers=tuple((name, bytes(value)) for name, value in message.headers),
-        timestamp_ms=message.timestamp,
+        message.topic,
+        message.partition,
+        message.offset,
+        decode_key_lossless(message.key),
+        message.value,
+        _headers(message.headers),
+        message.timestamp,
     )
+
+
+def _headers(raw: Any) -> Headers:
+    """Header values as bytes; Kafka allows a null value, which reads as empty."""
+    for _, value in raw:
+        if type(value) is not bytes:
+            return tuple((name, b"" if value is None else bytes(value)) for name, value in raw)
+    return raw if type(raw) is tuple else tuple(raw)
 
 
 async def poll(consumer: Any, *, timeout_ms: int = 100, max_records: int | None = None) -> list[Record]:

@@ -144,6 +144,20 @@ async def test_send_all_reports_a_record_too_large_for_any_batch(broker: str, to
     assert same_key == sorted(same_key)
 
 
+async def test_a_header_with_a_null_value_reads_as_empty(broker: str, topic_prefix: str) -> None:
+    """Kafka allows null header values; a reader must not fail on one (it reads as empty)."""
+    topics = await _topics(broker, topic_prefix, "clusters")
+    producer = make_producer(broker)
+    await start_client(producer)
+    try:
+        await (await producer.send(topics.clusters, b"{}", key=b"c1", headers=[("a", None), ("b", b"x")]))
+    finally:
+        await producer.stop()
+    async with BroadcastReader(broker, [topics.clusters]) as reader:
+        (record,) = await reader.read_to_end()
+    assert record.headers == (("a", b""), ("b", b"x"))
+
+
 async def test_broadcast_reader_is_caught_up_only_after_every_record_of_multi_record_batches(
     broker: str, topic_prefix: str
 ) -> None:
