@@ -11,8 +11,10 @@ One JSON line per figure on stdout (progress and details go to stderr):
 * `cluster-change`: the allocatable CPU of one cluster (the one most placements picked) is
   toggled 20 times between the fleet's lowest and highest value. Each change re-evaluates every
   placement bound to the cluster's set; its latency runs from the change sent until the last diff
-  it caused is read back (completion is known exactly: the workers' evaluation counters cover
-  the whole fan-out and the decisions topic was read to its end after that).
+  it caused is read back. Completion is known exactly: the workers' evaluation counters cover
+  the whole fan-out, and as many decision records as they built diffs have been read. Each change
+  is sent once the workers are idle (every decision record consumed by every worker), so each
+  figure is one change's propagation, not the tail of the previous change in front of it.
 
 Both lines carry `workers`, the number of worker processes.
 
@@ -139,16 +141,45 @@ def worker_command(bootstrap: str, prefix: str, http_port: int, profile: str | N
 
 
 def metric(http_port: int, name: str) -> float:
-    """One of a worker's metrics, from its /metrics (it answers between batches)."""
+    """One of a worker's metrics (a series name, with its labels if any), from its /metrics (it
+    answers between batches)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=60) as response:
         text = response.read().decode()
-    found = re.search(rf"^{name} (\S+)$", text, re.MULTILINE)
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else 0.0
 
 
 def evaluations(http_ports: Sequence[int]) -> float:
     """fleetplace_evaluations_total summed over the workers."""
     return sum(metric(port, "fleetplace_evaluations_total") for port in http_ports)
+
+
+def counts(http_ports: Sequence[int]) -> tuple[float, float]:
+    """(evaluations, diffs built) summed over the workers. A worker counts a slice's evaluations
+    and builds its diffs in one step, so once the evaluations cover a fan-out, the diffs count
+    says how many decision records it will have published."""
+    evaluated = built = 0.0
+    for port in http_ports:
+        evaluated += metric(port, "fleetplace_evaluations_total")
+        built += metric(port, "fleetplace_diffs_published_total")
+    return evaluated, built
+
+
+async def settle(decisions: Tail, http_ports: Sequence[int]) -> None:
+    """Until every worker has consumed every decision record on the topic (each reads the
+    others' diffs, and its own come back): the workers are idle, and a change sent now is
+    measured alone, not behind the previous one's tail."""
+    await decisions.read_to_end()
+    total = len(decisions.arrivals)
+    series = 'fleetplace_records_consumed_total{topic="decisions"}'
+    deadline = time.monotonic() + 60
+    while True:
+        consumed = [await asyncio.to_thread(metric, port, series) for port in http_ports]
+        if all(c >= total for c in consumed):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the workers did not consume the decisions: {consumed} of {total}")
+        await asyncio.sleep(0.02)
 
 
 async def passthrough(bootstrap: str, source: str, sink: str, group: str) -> None:
@@ -334,21 +365,28 @@ async def run_changes(
     for k in range(changes):
         obj = orjson.loads(orjson.dumps(fleet[target]))
         obj["status"]["allocatable"]["cpu"] = str(low if k % 2 == 0 else high)
-        before = await asyncio.to_thread(evaluations, http_ports)
+        await settle(decisions, http_ports)
+        evaluated_before, built_before = await asyncio.to_thread(counts, http_ports)
         first = len(decisions.arrivals)
         t0, wall0 = time.monotonic(), time.time()
         delivered = (await send_all(producer, [record_of(topics, obj)]))[0]
         watermark_key = f"{topics.unprefixed(delivered.topic)}/{delivered.partition}"
 
-        async def fanned_out(before: float = before) -> bool:
-            return await asyncio.to_thread(evaluations, http_ports) >= before + placements
-
         deadline = time.monotonic() + 60
-        while not await fanned_out():
+        while True:
+            evaluated, built = await asyncio.to_thread(counts, http_ports)
+            if evaluated >= evaluated_before + placements:
+                break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"change {k}: the workers did not evaluate {placements} placements")
             await asyncio.sleep(0.05)
-        await decisions.read_to_end()
+        # every diff the fan-out built, read back (not only those published when the counters were read)
+        expected = first + int(built - built_before)
+        await decisions.wait(
+            lambda expected=expected: len(decisions.arrivals) >= expected,
+            60.0,
+            f"change {k}: its diffs",
+        )
         caused: list[Arrival] = []
         evaluated_at: list[float] = []
         for arrival in decisions.arrivals[first:]:
