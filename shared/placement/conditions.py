@@ -19,12 +19,19 @@ class Condition:
         return {"type": self.type, "status": self.status, "reason": self.reason, "message": self.message}
 
 
+# the conditions most runs end with (conditions are values: one object serves every run)
+_CONFIGURED = Condition(
+    "PlacementMisconfigured", "False", "Succeedconfigured", "Placement configurations check pass"
+)
+_ALL_SCHEDULED = Condition(
+    "PlacementSatisfied", "True", "AllDecisionsScheduled", "All cluster decisions scheduled"
+)
+
+
 def misconfigured_condition(final: Status) -> Condition:
     if final.code is Code.MISCONFIGURED:
         return Condition("PlacementMisconfigured", "True", "Misconfigured", f"{final.plugin}:{final.message}")
-    return Condition(
-        "PlacementMisconfigured", "False", "Succeedconfigured", "Placement configurations check pass"
-    )
+    return _CONFIGURED
 
 
 def satisfied_condition(
@@ -67,6 +74,6 @@ def satisfied_condition(
             t, "False", "NoManagedClusterMatched", "No ManagedCluster matches any of the cluster predicate"
         )
     if unscheduled == 0:
-        return Condition(t, "True", "AllDecisionsScheduled", "All cluster decisions scheduled")
+        return _ALL_SCHEDULED
     message = f"{unscheduled} cluster decisions unscheduled"
     return Condition(t, "False", "NotAllDecisionsScheduled", f"{message}: {detail}" if detail else message)

@@ -359,6 +359,13 @@ class Fleet:
     def capacity(self) -> int:
         return self._capacity
 
+    def has_taints(self) -> bool:
+        """Whether any cluster carries a taint (kept per fleet version)."""
+        kept = self.cache.get("has-taints")
+        if kept is None or kept[0] != self.version:
+            kept = self.cache["has-taints"] = (self.version, bool(self.tainted.any()))
+        return bool(kept[1])
+
     def slot_of(self, name: str) -> int | None:
         return self._slot.get(name)
 

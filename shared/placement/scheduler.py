@@ -291,7 +291,9 @@ def schedule(
             selected = tuple(slot_names[slots[top]].tolist())
             selected_totals = tuple(scored.totals_of(top))
         unscheduled = (n - len(selected)) if n is not None else 0
-        requeue = requeue_time(fleet.clusters, own, placement.spec.tolerations, now)
+        requeue = (
+            requeue_time(fleet.clusters, own, placement.spec.tolerations, now) if fleet.has_taints() else None
+        )
 
     by_score = None
     if placement.spec.sort_by == "Score" and selected:
