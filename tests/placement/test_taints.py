@@ -5,22 +5,33 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shared.api.objects import parse_object
+from shared.placement.framework import ScheduleContext
+from shared.placement.plugins.taints import TaintTolerationFilter, cluster_tolerated
+from shared.placement.scheduler import _eligible
 
 from .builders import (
     NO_BINDINGS,
     NOW,
+    NS,
     OK_MISCONFIGURED,
     ago,
     bound_set,
     builtin,
     cluster,
     cluster_set,
+    decision,
     expr,
+    fleet_of,
     foreign_decision,
     iso,
     label_predicate,
     misconfigured,
     own_decision,
+    placement,
     policy,
     requeue_seconds,
     satisfied,
@@ -428,3 +439,53 @@ def test_decided_clusters_use_in_decision_true_for_no_select_if_new() -> None:
     )
     assert result.decisions == ("c1", "c2")
     assert requeue_seconds(result) == 60
+
+
+# -- verdicts shared between placements --------------------------------------------------------
+
+_effects = st.sampled_from(["NoSelect", "NoSelectIfNew", "PreferNoSelect"])
+_taint_st = st.builds(
+    lambda k, e, age: taint(k, e, added=ago(age)), st.sampled_from(["a", "b"]), _effects, st.integers(0, 120)
+)
+_toleration_st = st.builds(
+    lambda k, e, s: toleration(k, "Exists", effect=e, seconds=s),
+    st.sampled_from(["a", "b"]),
+    st.one_of(st.none(), _effects),
+    st.one_of(st.none(), st.integers(0, 120)),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(_taint_st, max_size=2), min_size=1, max_size=6),
+    st.lists(
+        st.tuples(st.lists(_toleration_st, max_size=2), st.sets(st.integers(0, 5))), min_size=1, max_size=4
+    ),
+)
+def test_placements_sharing_verdicts_keep_what_each_would_alone(
+    taints: list[list[dict[str, object]]], placements: list[tuple[list[dict[str, object]], set[int]]]
+) -> None:
+    """Verdicts are worked out once per tolerations and shared; a placement's own decided
+    clusters (NoSelectIfNew spares them) must still be judged as its own."""
+    clusters = [cluster(f"c{i}", taints=t) for i, t in enumerate(taints)]
+    objects: list[dict[str, object]] = [*bound_set(*clusters)]
+    for k, (tolerations, own) in enumerate(placements):
+        objects.append(placement({"tolerations": tolerations}, name=f"p{k}"))
+        decided = [f"c{i}" for i in sorted(own) if i < len(clusters)]
+        if decided:
+            objects.append(decision(f"p{k}-decision-1", decided, placement_name=f"p{k}"))
+    raws = list(objects)
+    fleet = fleet_of((parse_object(raw), raw) for raw in raws)
+    for k in range(len(placements)):
+        p = fleet.placements[f"{NS}/p{k}"]
+        ctx = ScheduleContext(p, fleet, NOW, fleet.decisions.own(NS, f"p{k}"))
+        slots = fleet.candidates(_eligible(p, fleet)[1])
+        kept = TaintTolerationFilter().filter(ctx, slots).slots
+        expected = [
+            s
+            for s in slots.tolist()
+            if cluster_tolerated(
+                fleet.clusters[fleet.name_of(s)], fleet.name_of(s) in ctx.own, p.spec.tolerations, NOW
+            )[0]
+        ]
+        assert kept.tolist() == expected

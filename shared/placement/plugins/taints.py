@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 import numpy as np
 
 from shared.api.ocm import Taint, Toleration
 from shared.placement.fleet import ClusterInfo, Fleet
-from shared.placement.framework import Code, FilterResult, IntArray, ScheduleContext, Status
+from shared.placement.framework import BoolArray, Code, FilterResult, IntArray, ScheduleContext, Status
 
 NAME = "TaintToleration"
 
@@ -115,6 +116,32 @@ def _any_tainted(fleet: Fleet, slots: IntArray) -> bool:
     return answer
 
 
+def _verdicts(ctx: ScheduleContext, slots: IntArray, tolerations: Sequence[Toleration]) -> BoolArray:
+    """Which candidates a placement with these tolerations keeps, for clusters it has not
+    decided. Every placement with the same tolerations (most have none) gets the same answer
+    while the fleet and `now` stay, so it is worked out once per candidate array."""
+    fleet = ctx.fleet
+    key = (
+        tuple((t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in tolerations),
+        id(slots),
+        fleet.version,
+        ctx.now_ts,
+    )
+    kept: dict[tuple[Any, ...], tuple[IntArray, BoolArray]] = fleet.cache.setdefault("taint-verdicts", {})
+    hit = kept.get(key)
+    if hit is not None and hit[0] is slots:
+        return hit[1]
+    keep = np.ones(len(slots), dtype=np.bool_)
+    for i in np.flatnonzero(fleet.tainted[slots]).tolist():
+        info = fleet.clusters[fleet.name_of(int(slots[i]))]
+        keep[i] = cluster_tolerated(info, False, tolerations, ctx.now)[0]
+    keep.setflags(write=False)
+    if len(kept) >= 256:  # stale entries (older fleet versions or times) go in one sweep
+        kept.clear()
+    kept[key] = (slots, keep)
+    return keep
+
+
 class TaintTolerationFilter:
     name = NAME
 
@@ -128,12 +155,18 @@ class TaintTolerationFilter:
         fleet = ctx.fleet
         if not _any_tainted(fleet, slots):
             return FilterResult(slots)
-        tainted = fleet.tainted[slots]
-        keep = np.ones(len(slots), dtype=np.bool_)
-        for i in np.flatnonzero(tainted).tolist():
-            info = fleet.clusters[fleet.name_of(int(slots[i]))]
-            ok, _, _ = cluster_tolerated(info, info.name in ctx.own, tolerations, ctx.now)
-            keep[i] = ok
+        keep = _verdicts(ctx, slots, tolerations)
+        # NoSelectIfNew spares the clusters this placement already decided: its own tainted
+        # candidates are judged as such (a few at most)
+        own_tainted = [
+            slot for name in ctx.own if (slot := fleet.slot_of(name)) is not None and fleet.tainted[slot]
+        ]
+        if own_tainted:
+            keep = keep.copy()
+            for slot in own_tainted:
+                for i in np.flatnonzero(slots == slot).tolist():
+                    info = fleet.clusters[fleet.name_of(slot)]
+                    keep[i] = cluster_tolerated(info, True, tolerations, ctx.now)[0]
         return FilterResult(slots[keep])
 
     def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
