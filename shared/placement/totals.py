@@ -71,11 +71,33 @@ class Totals:
 
 
 class _Arrays(Totals):
-    def __init__(self, status: Status, totals: IntArray, keys: IntArray, rows: tuple[Row, ...]) -> None:
+    def __init__(
+        self,
+        status: Status,
+        totals: IntArray,
+        keys: IntArray,
+        rows: tuple[Row, ...],
+        slots: IntArray | None = None,
+        own_slots: list[int] | None = None,
+    ) -> None:
         self.status = status
         self.totals = totals
         self.keys = keys
         self.rows = rows
+        self._slots = slots
+        self._own_slots = own_slots or []
+
+    def known(self) -> dict[int, int]:
+        """The totals of this placement's own clusters (asked for when it drops them), found in
+        the candidate slots (kept in ascending order) without a pass over all of them."""
+        if self._slots is None or not self._own_slots or not len(self._slots):
+            return {}
+        wanted = np.asarray(self._own_slots, dtype=np.int64)
+        at = np.searchsorted(self._slots, wanted)
+        inside = at < len(self._slots)
+        at, wanted = at[inside], wanted[inside]
+        at = at[self._slots[at] == wanted]
+        return dict(zip(at.tolist(), self.totals[at].tolist(), strict=True))
 
 
 def best(keys: IntArray, n: int | None) -> list[int]:
@@ -174,7 +196,9 @@ def _one_by_one(
     rows = tuple(
         (w.prioritizer.name, w.weight, r.scores, r.has_entry) for w, r in zip(weighted, results, strict=True)
     )
-    return _Arrays(outcome or status, total, rank_keys(ctx.fleet, slots, total), rows)
+    fleet = ctx.fleet
+    own_slots = [slot for name in ctx.own if (slot := fleet.slot_of(name)) is not None]
+    return _Arrays(outcome or status, total, rank_keys(fleet, slots, total), rows, slots, own_slots)
 
 
 def _run(
@@ -385,7 +409,7 @@ def _patched(ctx: ScheduleContext, plan: Plan, slots: IntArray, status: Status) 
     own_totals: list[int] = []
     own_keys: list[int] = []
     own_balance: list[int] = []
-    if own and (balance is not None or steady is not None):
+    if own:  # patched by Balance and Steady; without them, still at hand for `known`
         positions = _positions(fleet, slots)
         found: list[tuple[str, int, int]] = []  # (name, own count, slot) of own candidates
         for name, k in own.items():

@@ -108,8 +108,13 @@ def _check(objects: list[dict[str, Any]], specs: list[tuple[str, dict[str, Any]]
                 top = fast.top(n)
                 assert top == best(plain.keys, n)
                 assert fast.totals_of(top) == plain.totals[top].tolist()
-            for i, total in fast.known().items():
+            known = fast.known()
+            for i, total in known.items():
                 assert plain.totals[i] == total
+            # every own candidate is known (what a run that drops them reports without all scores)
+            own_at = {i for i, slot in enumerate(slots.tolist()) if fleet.name_of(slot) in ctx.own}
+            assert set(known) == own_at
+            assert plain.known() == {i: int(plain.totals[i]) for i in own_at}
             result = engine.evaluate(key, NOW)
             assert result is not None
             engine.commit(result)
