@@ -49,6 +49,12 @@ _register()
 
 
 def main() -> None:
+    # Logs go to stderr from the first line on, whatever the command: stdout is for results
+    # (`audit --json`, `export`, `watch --json` are read by programs). Workers reconfigure
+    # from their settings (level, JSON or console).
+    from shared.logging import configure_logging
+
+    configure_logging("warning", "console")
     app()
 
 
