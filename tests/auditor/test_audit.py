@@ -179,6 +179,33 @@ def test_batches_group_by_source_inputs_and_time_and_replay_in_key_order() -> No
     assert batches[0].watermark == {("clusters", 0): 5, ("placements", 1): 2}
 
 
+def test_diffs_of_a_batch_share_their_parsed_watermark_but_each_is_still_validated() -> None:
+    def record(inputs: dict[str, Any], offset: int) -> Record:
+        value = {
+            "placement": "ns/a",
+            "seq": offset + 1,
+            "evaluatedAt": "2026-01-01T00:00:00Z",
+            "inputs": inputs,
+        }
+        return Record(PREFIX + "decisions", 0, offset, "ns/a", orjson.dumps(value))
+
+    history = history_of(
+        [
+            record({"placements/1": 2, "clusters/0": 5}, 0),
+            record({"clusters/0": 5, "placements/1": 2}, 1),  # the same watermark, written in another order
+            record({"clusters/0": True, "placements/1": 2}, 2),  # equal to 1 in Python, not an offset
+            record({"clusters/0": 5.0, "placements/1": 2}, 3),
+        ]
+    )
+    first, second = history.decisions
+    assert first.inputs == (("clusters/0", 5), ("placements/1", 2)) and first.inputs is second.inputs
+    assert first.now is second.now
+    assert [(i.offset, i.error) for i in history.invalid] == [
+        (2, "inputs must map '<topic>/<partition>' to offsets"),
+        (3, "inputs must map '<topic>/<partition>' to offsets"),
+    ]
+
+
 def test_comparison_fills_the_workers_defaults_and_lists_only_the_fields_that_differ() -> None:
     recorded = {"placement": "ns/a", "seq": 3, "decisions": ["c1"], "scores": {"c1": 7}, "status": {}}
     expected = expected_of(recorded)
