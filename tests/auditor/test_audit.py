@@ -79,6 +79,25 @@ def test_a_forged_last_decision_is_the_only_mismatch_and_names_the_cluster() -> 
     assert not report.ok and report.checked - report.reproduced == 1
 
 
+def test_a_forged_decision_no_worker_could_read_is_reported_and_the_walk_goes_on() -> None:
+    worker = busy_run(OfflineWorker(PREFIX, read_back=2))
+    key = next(d["placement"] for d in worker.diffs if d["seq"] == 3)
+
+    def forge(raw: bytes | None) -> bytes:
+        value = orjson.loads(raw or b"{}")
+        value["groups"] = [{"clusters": value["decisions"]}]  # no groupName: the processor rejects it
+        return orjson.dumps(value)
+
+    def is_seq_2(r: Record) -> bool:
+        v = decision_value(r)
+        return v is not None and (v["placement"], v["seq"]) == (key, 2)
+
+    records, _ = rewrite(worker.records(), is_seq_2, forge)
+    report = audit(history_of(records))
+    assert (key, 2) in {(m.placement, m.seq) for m in report.mismatches}
+    assert report.checked == len(worker.diffs) and not report.ok
+
+
 def test_an_altered_input_record_is_blamed_on_the_one_decision_it_fed() -> None:
     """c2's relabel to gold is recorded as silver: the gold placement's diff that added c2 fails,
     and the mismatch cites that very cluster record."""
