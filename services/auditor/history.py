@@ -47,14 +47,17 @@ class HistoryError(Exception):
 
 @contextmanager
 def collection_paused() -> Iterator[None]:
-    """Pause the cyclic GC while a history is built. Its ~100,000 records and decoded diffs all
-    live on, but the collector, triggered by allocation counts, would rescan the growing heap
-    again and again: about half the cost of building the history. `audit` freezes it after."""
+    """Keep the cyclic GC off a history while it is built, and after. Its ~100,000 records and
+    decoded diffs all live on, but the collector, triggered by allocation counts, would rescan
+    the growing heap again and again (about half the cost of building it), then scan it once
+    more per generation when let loose. What is built is frozen instead (`gc.freeze`, as `audit`
+    does for the walk; its `gc.unfreeze` hands everything back to the collector)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
         if enabled:
             gc.enable()
 
