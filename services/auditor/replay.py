@@ -14,7 +14,7 @@ same limits, same exceptions).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,14 +145,7 @@ class SourceReplay:
                 elif not self.processor.holds(diff.key, diff.seq):
                     self.apply_decision(diff.value)
             return
-        by_key: dict[str, list[DecisionRecord]] = {}
-        for diff in parsed:
-            assert diff is not None
-            by_key.setdefault(diff.key, []).append(diff)
-        for diffs in by_key.values():
-            for diff in sorted(diffs, key=lambda d: -d.seq):  # stable: the first of a seq first
-                if self.processor.holds(diff.key, diff.seq) or self.apply_decision(diff.value):
-                    break
+        self.take_latest(diff for diff in parsed if diff is not None)
 
     def _apply(self, topic: str, record: Record) -> bool:
         """Apply one record as the worker would; False if the worker rejected it."""
@@ -184,6 +177,17 @@ class SourceReplay:
         except _REJECTED:
             return False
         return True
+
+    def take_latest(self, diffs: Iterable[DecisionRecord]) -> None:
+        """What applying `diffs` one by one leaves in force, applying one per placement: the
+        first of the highest seq the processor accepts (unless it holds a later one already)."""
+        by_key: dict[str, list[DecisionRecord]] = {}
+        for diff in diffs:
+            by_key.setdefault(diff.key, []).append(diff)
+        for candidates in by_key.values():
+            for diff in sorted(candidates, key=lambda d: -d.seq):  # stable: the first of a seq first
+                if self.processor.holds(diff.key, diff.seq) or self.apply_decision(diff.value):
+                    break
 
     def force_decision(self, value: Mapping[str, Any]) -> bool:
         """Make a recorded diff the decision in force even if a later seq was applied (what-if).

@@ -79,7 +79,12 @@ def test_a_forged_last_decision_is_the_only_mismatch_and_names_the_cluster() -> 
     assert not report.ok and report.checked - report.reproduced == 1
 
 
-def test_a_forged_decision_no_worker_could_read_is_reported_and_the_walk_goes_on() -> None:
+def test_a_forged_decision_no_worker_could_read_is_reported_and_the_walk_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from services.auditor import parallel
+
+    monkeypatch.setattr(parallel, "MIN_DIFFS", 0)
     worker = busy_run(OfflineWorker(PREFIX, read_back=2))
     key = next(d["placement"] for d in worker.diffs if d["seq"] == 3)
 
@@ -93,9 +98,12 @@ def test_a_forged_decision_no_worker_could_read_is_reported_and_the_walk_goes_on
         return v is not None and (v["placement"], v["seq"]) == (key, 2)
 
     records, _ = rewrite(worker.records(), is_seq_2, forge)
-    report = audit(history_of(records))
+    history = history_of(records)
+    report = audit(history)
     assert (key, 2) in {(m.placement, m.seq) for m in report.mismatches}
     assert report.checked == len(worker.diffs) and not report.ok
+    for jobs in (2, 3):  # stretches starting after it take the decisions the walk keeps in force
+        assert audit(history, jobs=jobs).to_json() == report.to_json()
 
 
 def test_an_altered_input_record_is_blamed_on_the_one_decision_it_fed() -> None:
