@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 from datetime import timedelta
 from typing import Any
 
@@ -231,6 +232,21 @@ def test_diffs_of_a_batch_share_their_parsed_watermark_but_each_is_still_validat
         (2, "inputs must map '<topic>/<partition>' to offsets"),
         (3, "inputs must map '<topic>/<partition>' to offsets"),
     ]
+
+
+def test_building_and_auditing_a_history_hand_the_collector_back_as_they_found_it() -> None:
+    worker = busy_run(OfflineWorker(PREFIX))
+    assert gc.isenabled()
+    history = history_of(worker.records())  # frozen out of the collector while it lives
+    assert gc.isenabled() and gc.get_freeze_count() > 0
+    assert audit(history).ok
+    assert gc.isenabled() and gc.get_freeze_count() == 0  # the walk is over: everything collectable
+    gc.disable()
+    try:
+        audit(history_of(worker.records()))
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
 
 
 def test_comparison_fills_the_workers_defaults_and_lists_only_the_fields_that_differ() -> None:
