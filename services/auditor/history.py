@@ -101,7 +101,7 @@ class InvalidDecision:
 
 
 @dataclass
-class Repeated:
+class BatchFields:
     """What the diffs of one evaluation batch all carry (`inputs`, `evaluatedAt`, the source),
     parsed once per history and shared by its records: sorting a watermark of a few dozen
     partitions for every diff was most of the cost of reading `decisions`."""
@@ -134,11 +134,11 @@ class Repeated:
 
 
 def parse_decision(
-    record: Record, limits: DecodeLimits = DEFAULT_LIMITS, repeated: Repeated | None = None
+    record: Record, limits: DecodeLimits = DEFAULT_LIMITS, batch_fields: BatchFields | None = None
 ) -> DecisionRecord | None:
     """A DecisionRecord, or None for a tombstone; ValueError (or DecodeError) says what is wrong.
-    `repeated` shares what the diffs of a batch have in common (a fresh one when not given)."""
-    shared = repeated if repeated is not None else Repeated()
+    `batch_fields` shares what the diffs of a batch have in common (a fresh one when not given)."""
+    shared = batch_fields if batch_fields is not None else BatchFields()
     value = decode_object(record.value, limits)
     if value is None:
         return None
@@ -180,7 +180,7 @@ class History:
     _offsets: dict[TP, list[int]] = field(default_factory=dict)
     _at: dict[tuple[int, int], DecisionRecord] = field(default_factory=dict)
     _by_seq: dict[tuple[str, int], DecisionRecord] | None = None
-    _repeated: Repeated = field(default_factory=Repeated)
+    _batch_fields: BatchFields = field(default_factory=BatchFields)
 
     @classmethod
     def of(
@@ -202,7 +202,7 @@ class History:
         self.records_read += 1
         if topic == DECISIONS:
             try:
-                parsed = parse_decision(record, limits, self._repeated)
+                parsed = parse_decision(record, limits, self._batch_fields)
             except (DecodeError, ValueError) as e:
                 self.invalid.append(InvalidDecision(record.key, record.partition, record.offset, str(e)))
                 parsed = None
