@@ -10,7 +10,9 @@ partition in offset order; decision records are decoded up front because batchin
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Mapping
+import gc
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -41,6 +43,23 @@ Progress = Callable[[int, int], None]
 
 class HistoryError(Exception):
     """The topics cannot be audited (missing, unreadable)."""
+
+
+@contextmanager
+def collection_paused() -> Iterator[None]:
+    """Keep the cyclic GC off a history while it is built, and after. Its ~100,000 records and
+    decoded diffs all live on, but the collector, triggered by allocation counts, would rescan
+    the growing heap again and again (about half the cost of building it), then scan it once
+    more per generation when let loose. What is built is frozen instead (`gc.freeze`, as `audit`
+    does for the walk; its `gc.unfreeze` hands everything back to the collector)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +100,45 @@ class InvalidDecision:
     error: str
 
 
-def parse_decision(record: Record, limits: DecodeLimits = DEFAULT_LIMITS) -> DecisionRecord | None:
-    """A DecisionRecord, or None for a tombstone; ValueError (or DecodeError) says what is wrong."""
+@dataclass
+class BatchFields:
+    """What the diffs of one evaluation batch all carry (`inputs`, `evaluatedAt`, the source),
+    parsed once per history and shared by its records: sorting a watermark of a few dozen
+    partitions for every diff was most of the cost of reading `decisions`."""
+
+    inputs: dict[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    times: dict[str, datetime] = field(default_factory=dict)
+    sources: dict[bytes, str] = field(default_factory=dict)
+
+    def sorted_inputs(self, inputs: dict[str, int]) -> tuple[tuple[str, int], ...]:
+        items = tuple(inputs.items())
+        found = self.inputs.get(items)
+        if found is None:
+            ordered = tuple(sorted(items))
+            found = self.inputs[items] = self.inputs.setdefault(ordered, ordered)
+        return found
+
+    def time(self, text: str) -> datetime:
+        found = self.times.get(text)
+        if found is None:
+            found = self.times[text] = parse_time(text)
+        return found
+
+    def source(self, raw: bytes | None) -> str:
+        if raw is None:
+            return ""
+        found = self.sources.get(raw)
+        if found is None:
+            found = self.sources[raw] = raw.decode("utf-8", "replace")
+        return found
+
+
+def parse_decision(
+    record: Record, limits: DecodeLimits = DEFAULT_LIMITS, batch_fields: BatchFields | None = None
+) -> DecisionRecord | None:
+    """A DecisionRecord, or None for a tombstone; ValueError (or DecodeError) says what is wrong.
+    `batch_fields` shares what the diffs of a batch have in common (a fresh one when not given)."""
+    shared = batch_fields if batch_fields is not None else BatchFields()
     value = decode_object(record.value, limits)
     if value is None:
         return None
@@ -98,17 +154,16 @@ def parse_decision(record: Record, limits: DecodeLimits = DEFAULT_LIMITS) -> Dec
         raise ValueError("evaluatedAt is missing")
     if not isinstance(inputs, dict) or not all(type(v) is int for v in inputs.values()):
         raise ValueError("inputs must map '<topic>/<partition>' to offsets")
-    source = record.header(H_SOURCE)
     return DecisionRecord(
         key=key,
         partition=record.partition,
         offset=record.offset,
-        source=source.decode("utf-8", "replace") if source is not None else "",
+        source=shared.source(record.header(H_SOURCE)),
         value=value,
         seq=seq,
         evaluated_at=evaluated_at,
-        now=parse_time(evaluated_at),
-        inputs=tuple(sorted(inputs.items())),  # type: ignore[arg-type]  # values checked above
+        now=shared.time(evaluated_at),
+        inputs=shared.sorted_inputs(inputs),  # type: ignore[arg-type]  # values checked above
     )
 
 
@@ -125,6 +180,7 @@ class History:
     _offsets: dict[TP, list[int]] = field(default_factory=dict)
     _at: dict[tuple[int, int], DecisionRecord] = field(default_factory=dict)
     _by_seq: dict[tuple[str, int], DecisionRecord] | None = None
+    _batch_fields: BatchFields = field(default_factory=BatchFields)
 
     @classmethod
     def of(
@@ -135,8 +191,9 @@ class History:
     ) -> History:
         """A history from records in any order (tests and tools; `read_history` for a broker)."""
         history = cls()
-        for record in records:
-            history.add(record, prefix, limits)
+        with collection_paused():
+            for record in records:
+                history.add(record, prefix, limits)
         history.seal()
         return history
 
@@ -145,7 +202,7 @@ class History:
         self.records_read += 1
         if topic == DECISIONS:
             try:
-                parsed = parse_decision(record, limits)
+                parsed = parse_decision(record, limits, self._batch_fields)
             except (DecodeError, ValueError) as e:
                 self.invalid.append(InvalidDecision(record.key, record.partition, record.offset, str(e)))
                 parsed = None
@@ -227,16 +284,17 @@ async def read_history(
         history.ends = {(topics.unprefixed(t), p): n for (t, p), n in ends.items()}
         total = sum(ends.values())
         remaining = {tp for tp, end in ends.items() if end > 0}
-        while remaining:
-            batch = await reader.poll()
-            for record in batch.records:
-                if record.offset < ends[(record.topic, record.partition)]:
-                    history.add(record, topics.prefix, limits)
-            remaining = {tp for tp in remaining if reader.watermark.next_offset(tp[0], tp[1]) < ends[tp]}
-            if progress is not None:
-                progress(history.records_read, total)
-            if batch.caught_up:
-                break  # at the end of everything (offsets past the last record, e.g. control records)
+        with collection_paused():
+            while remaining:
+                batch = await reader.poll()
+                for record in batch.records:
+                    if record.offset < ends[(record.topic, record.partition)]:
+                        history.add(record, topics.prefix, limits)
+                remaining = {tp for tp in remaining if reader.watermark.next_offset(tp[0], tp[1]) < ends[tp]}
+                if progress is not None:
+                    progress(history.records_read, total)
+                if batch.caught_up:
+                    break  # at the end of everything (offsets past the last record, e.g. control records)
     finally:
         await reader.stop()
     history.seal()

@@ -14,11 +14,11 @@ same limits, same exceptions).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from services.auditor.history import History
+from services.auditor.history import DecisionRecord, History
 from services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_record
 from shared.bus.kafka import TP
@@ -119,15 +119,7 @@ class SourceReplay:
     def _apply_range(self, tp: TP, records: list[Record]) -> None:
         topic = tp[0]
         if topic == DECISIONS:
-            published = self.processor.published
-            for record in records:  # apply() keeps the highest seq: order does not matter
-                parsed = self.history.decision_at(record.partition, record.offset)
-                if parsed is None:
-                    self._apply(topic, record)  # whatever the worker made of it (usually: rejected)
-                    continue
-                last = published.get(parsed.key)
-                if last is None or parsed.seq > last.seq:
-                    self.apply_decision(parsed.value)
+            self._apply_decisions(records)
             return
         # the last record per key, then earlier ones in case the last was rejected
         by_key: dict[str | None, list[Record]] = {}
@@ -139,6 +131,21 @@ class SourceReplay:
                 if self._apply(topic, record):
                     break
             self.records_skipped += len(candidates) - 1
+
+    def _apply_decisions(self, records: list[Record]) -> None:
+        """The processor keeps the first record of the highest seq per placement it accepts, so
+        that one is looked for from the top: a stretch that starts late would otherwise apply
+        every earlier diff in turn. A record the auditor could not parse may still be one the
+        worker applied: with one in the range, every record is applied in offset order instead."""
+        parsed = [self.history.decision_at(r.partition, r.offset) for r in records]
+        if None in parsed:
+            for record, diff in zip(records, parsed, strict=True):
+                if diff is None:
+                    self._apply(DECISIONS, record)  # whatever the worker made of it (usually: rejected)
+                elif not self.processor.holds(diff.key, diff.seq):
+                    self.apply_decision(diff.value)
+            return
+        self.take_latest(diff for diff in parsed if diff is not None)
 
     def _apply(self, topic: str, record: Record) -> bool:
         """Apply one record as the worker would; False if the worker rejected it."""
@@ -161,15 +168,37 @@ class SourceReplay:
         return True
 
     # ---- decisions -----------------------------------------------------------------------
-    def apply_decision(self, value: Mapping[str, Any]) -> None:
-        """Commit a recorded diff, as the worker does right after publishing it."""
-        self.processor.apply(DECISIONS, str(value["placement"]), value)
+    def apply_decision(self, value: Mapping[str, Any]) -> bool:
+        """Commit a recorded diff, as the worker does right after publishing it. False when the
+        worker's processor rejects it (it would dead-letter it): nothing a worker publishes, so
+        the comparison has already reported it; the decision in force stays."""
+        try:
+            self.processor.apply(DECISIONS, str(value["placement"]), value)
+        except _REJECTED:
+            return False
+        return True
 
-    def force_decision(self, value: Mapping[str, Any]) -> None:
-        """Make a recorded diff the decision in force even if a later seq was applied (what-if)."""
-        key = str(value["placement"])
-        self.processor.published.pop(key, None)
-        self.processor.apply(DECISIONS, key, value)
+    def take_latest(self, diffs: Iterable[DecisionRecord]) -> None:
+        """What applying `diffs` one by one leaves in force, applying one per placement: the
+        first of the highest seq the processor accepts (unless it holds a later one already)."""
+        by_key: dict[str, list[DecisionRecord]] = {}
+        for diff in diffs:
+            by_key.setdefault(diff.key, []).append(diff)
+        for candidates in by_key.values():
+            for diff in sorted(candidates, key=lambda d: -d.seq):  # stable: the first of a seq first
+                if self.processor.holds(diff.key, diff.seq) or self.apply_decision(diff.value):
+                    break
+
+    def force_decision(self, value: Mapping[str, Any]) -> bool:
+        """Make a recorded diff the decision in force even if a later seq was applied (what-if).
+        False, and the decision in force unchanged, when the processor rejects it."""
+        key = str(value.get("placement"))
+        held = self.processor.published.pop(key, None)
+        if self.apply_decision(value):
+            return True
+        if held is not None:
+            self.processor.published[key] = held
+        return False
 
     def published_seq(self, key: str) -> int:
         last = self.processor.published.get(key)

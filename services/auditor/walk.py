@@ -68,12 +68,7 @@ class Auditor:
         for source, batch in last.items():
             replay = SourceReplay(self.history, self.limits, self.engine)
             replay.advance(batch.watermark)
-            latest: dict[str, DecisionRecord] = {}
-            for record in self._committed[source]:
-                if record.key not in latest or record.seq > latest[record.key].seq:
-                    latest[record.key] = record
-            for record in latest.values():
-                replay.apply_decision(record.value)
+            replay.take_latest(self._committed[source])
             self._replays[source] = replay
 
     def set_previous(self, replay: SourceReplay, key: str, seq: int) -> None:

@@ -329,7 +329,7 @@ class SchedulerProcessor:
         if isinstance(obj, ManagedCluster):
             old = self.fleet.clusters.get(key)
             self._raw_clusters[key] = admitted
-            self._refresh_cluster(key)
+            self._refresh_cluster(key, obj)
             self._dirty_for_cluster(key, old, Trigger("cluster", key))
         elif isinstance(obj, AddOnPlacementScore):
             self.fleet.upsert_score(obj)
@@ -387,10 +387,14 @@ class SchedulerProcessor:
             self._refresh_cluster(key)
             self._dirty_for_cluster(key, before, Trigger("taint", key))
 
-    def _refresh_cluster(self, name: str) -> None:
-        """Effective taints = spec.taints ∪ the taints topic; the topic wins on key+effect (design)."""
+    def _refresh_cluster(self, name: str, parsed: ManagedCluster | None = None) -> None:
+        """Effective taints = spec.taints ∪ the taints topic; the topic wins on key+effect (design).
+        `parsed`: the stored object already parsed, used as it is when the topic adds no taints."""
         raw = self._raw_clusters[name]
         extra = self._topic_taints.get(name)
+        if not extra and parsed is not None:
+            self.fleet.upsert_cluster(parsed, raw)
+            return
         if extra:
             theirs = {(t.key, t.effect) for t in extra}
             spec = dict(raw.get("spec") or {})

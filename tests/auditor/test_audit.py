@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 from datetime import timedelta
 from typing import Any
 
@@ -77,6 +78,33 @@ def test_a_forged_last_decision_is_the_only_mismatch_and_names_the_cluster() -> 
     dropped = last["decisions"][-1]
     assert named[dropped]["recomputed"]["selected"] and not named[dropped]["recorded"]["selected"]
     assert not report.ok and report.checked - report.reproduced == 1
+
+
+def test_a_forged_decision_no_worker_could_read_is_reported_and_the_walk_goes_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from services.auditor import parallel
+
+    monkeypatch.setattr(parallel, "MIN_DIFFS", 0)
+    worker = busy_run(OfflineWorker(PREFIX, read_back=2))
+    key = next(d["placement"] for d in worker.diffs if d["seq"] == 3)
+
+    def forge(raw: bytes | None) -> bytes:
+        value = orjson.loads(raw or b"{}")
+        value["groups"] = [{"clusters": value["decisions"]}]  # no groupName: the processor rejects it
+        return orjson.dumps(value)
+
+    def is_seq_2(r: Record) -> bool:
+        v = decision_value(r)
+        return v is not None and (v["placement"], v["seq"]) == (key, 2)
+
+    records, _ = rewrite(worker.records(), is_seq_2, forge)
+    history = history_of(records)
+    report = audit(history)
+    assert (key, 2) in {(m.placement, m.seq) for m in report.mismatches}
+    assert report.checked == len(worker.diffs) and not report.ok
+    for jobs in (2, 3):  # stretches starting after it take the decisions the walk keeps in force
+        assert audit(history, jobs=jobs).to_json() == report.to_json()
 
 
 def test_an_altered_input_record_is_blamed_on_the_one_decision_it_fed() -> None:
@@ -177,6 +205,48 @@ def test_batches_group_by_source_inputs_and_time_and_replay_in_key_order() -> No
         ("s1", [("ns/b", 2)]),
     ]
     assert batches[0].watermark == {("clusters", 0): 5, ("placements", 1): 2}
+
+
+def test_diffs_of_a_batch_share_their_parsed_watermark_but_each_is_still_validated() -> None:
+    def record(inputs: dict[str, Any], offset: int) -> Record:
+        value = {
+            "placement": "ns/a",
+            "seq": offset + 1,
+            "evaluatedAt": "2026-01-01T00:00:00Z",
+            "inputs": inputs,
+        }
+        return Record(PREFIX + "decisions", 0, offset, "ns/a", orjson.dumps(value))
+
+    history = history_of(
+        [
+            record({"placements/1": 2, "clusters/0": 5}, 0),
+            record({"clusters/0": 5, "placements/1": 2}, 1),  # the same watermark, written in another order
+            record({"clusters/0": True, "placements/1": 2}, 2),  # equal to 1 in Python, not an offset
+            record({"clusters/0": 5.0, "placements/1": 2}, 3),
+        ]
+    )
+    first, second = history.decisions
+    assert first.inputs == (("clusters/0", 5), ("placements/1", 2)) and first.inputs is second.inputs
+    assert first.now is second.now
+    assert [(i.offset, i.error) for i in history.invalid] == [
+        (2, "inputs must map '<topic>/<partition>' to offsets"),
+        (3, "inputs must map '<topic>/<partition>' to offsets"),
+    ]
+
+
+def test_building_and_auditing_a_history_hand_the_collector_back_as_they_found_it() -> None:
+    worker = busy_run(OfflineWorker(PREFIX))
+    assert gc.isenabled()
+    history = history_of(worker.records())  # frozen out of the collector while it lives
+    assert gc.isenabled() and gc.get_freeze_count() > 0
+    assert audit(history).ok
+    assert gc.isenabled() and gc.get_freeze_count() == 0  # the walk is over: everything collectable
+    gc.disable()
+    try:
+        audit(history_of(worker.records()))
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
 
 
 def test_comparison_fills_the_workers_defaults_and_lists_only_the_fields_that_differ() -> None:

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from services.scheduler.core import InvalidRecord, SchedulerOptions, SchedulerProcessor
+from shared.api.admission import admit
+from shared.api.objects import parse_object
 
 G = "cluster.open-cluster-management.io"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -202,6 +204,23 @@ def test_taints_topic_overrides_spec_taints_on_same_key_and_effect() -> None:
     p.apply("taints", "c2", None)
     (d,) = p.evaluate(T0)
     assert d["added"] == ["c2"]
+
+
+def test_a_cluster_record_keeps_the_taints_topic_whether_or_not_the_topic_has_any() -> None:
+    p = SchedulerProcessor()
+    own = {"key": "own", "effect": "NoSelect"}
+    topic = {"key": "maintenance", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}
+    p.apply("clusters", "c1", cluster("c1", {"tier": "gold"}, [own]))
+    stored = p.fleet.clusters["c1"]
+    assert stored.obj == parse_object(admit(cluster("c1", {"tier": "gold"}, [own])))
+    assert [t.key for t in stored.taints] == ["own"]
+    p.apply("taints", "c1", {"taints": [topic]})
+    p.apply("clusters", "c1", cluster("c1", {"tier": "silver"}, [own]))  # a heartbeat after the taint
+    stored = p.fleet.clusters["c1"]
+    assert [t.key for t in stored.taints] == ["own", "maintenance"] and stored.labels["tier"] == "silver"
+    p.apply("taints", "c1", None)
+    p.apply("clusters", "c1", cluster("c1", {"tier": "gold"}, [own]))
+    assert [t.key for t in p.fleet.clusters["c1"].taints] == ["own"]
 
 
 def _scored(p: SchedulerProcessor, values: dict[str, int]) -> None:
