@@ -138,3 +138,32 @@ def test_claim_predicate_or_label_predicate() -> None:
 def test_filters_happen_before_prioritizers_see_the_clusters() -> None:
     result = schedule_spec({"predicates": [label_predicate({"cloud": "Amazon"})]}, *CLUSTERS)
     assert set(result.scores) == {"c1", "c2"}
+
+
+def test_placements_with_the_same_predicates_share_one_survivor_array_while_the_fleet_stays() -> None:
+    """What is computed from the survivors (shared scores, bases) is kept per array: placements
+    with the same predicates must get the same array, and a changed cluster a fresh, right one."""
+    from shared.api.objects import parse_object
+    from shared.placement import apply_object
+    from shared.placement.framework import ScheduleContext
+    from shared.placement.plugins.predicate import PredicateFilter
+    from shared.placement.scheduler import _eligible
+
+    from .builders import NOW, NS, fleet_of, placement
+
+    spec = {"predicates": [label_predicate({"env": "prod"})]}
+    raws = [*CLUSTERS, placement(spec, name="a"), placement(spec, name="b")]
+    fleet = fleet_of((parse_object(raw), raw) for raw in raws)
+
+    def survivors(name: str) -> object:
+        p = fleet.placements[f"{NS}/{name}"]
+        slots = fleet.candidates(_eligible(p, fleet)[1])
+        return PredicateFilter().filter(ScheduleContext(p, fleet, NOW, {}), slots).slots
+
+    first, second = survivors("a"), survivors("b")
+    assert first is second
+    assert [fleet.name_of(s) for s in first.tolist()] == ["c1", "c3"]  # type: ignore[attr-defined]
+    apply_object(fleet, parse_object(cluster("c4", labels={"cloud": "Google", "env": "prod"})))
+    after = survivors("a")
+    assert after is not first
+    assert sorted(fleet.name_of(s) for s in after.tolist()) == ["c1", "c3", "c4"]  # type: ignore[attr-defined]

@@ -116,10 +116,13 @@ def _any_tainted(fleet: Fleet, slots: IntArray) -> bool:
     return answer
 
 
-def _verdicts(ctx: ScheduleContext, slots: IntArray, tolerations: Sequence[Toleration]) -> BoolArray:
+def _verdicts(
+    ctx: ScheduleContext, slots: IntArray, tolerations: Sequence[Toleration]
+) -> tuple[BoolArray, IntArray]:
     """Which candidates a placement with these tolerations keeps, for clusters it has not
-    decided. Every placement with the same tolerations (most have none) gets the same answer
-    while the fleet and `now` stay, so it is worked out once per candidate array."""
+    decided, and those candidates. Every placement with the same tolerations (most have none)
+    gets the same answer while the fleet and `now` stay, so it is worked out once per candidate
+    array (and the survivors are one array, which what is computed from them can share)."""
     fleet = ctx.fleet
     key = (
         tuple((t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in tolerations),
@@ -127,19 +130,23 @@ def _verdicts(ctx: ScheduleContext, slots: IntArray, tolerations: Sequence[Toler
         fleet.version,
         ctx.now_ts,
     )
-    kept: dict[tuple[Any, ...], tuple[IntArray, BoolArray]] = fleet.cache.setdefault("taint-verdicts", {})
+    kept: dict[tuple[Any, ...], tuple[IntArray, BoolArray, IntArray]] = fleet.cache.setdefault(
+        "taint-verdicts", {}
+    )
     hit = kept.get(key)
     if hit is not None and hit[0] is slots:
-        return hit[1]
+        return hit[1], hit[2]
     keep = np.ones(len(slots), dtype=np.bool_)
     for i in np.flatnonzero(fleet.tainted[slots]).tolist():
         info = fleet.clusters[fleet.name_of(int(slots[i]))]
         keep[i] = cluster_tolerated(info, False, tolerations, ctx.now)[0]
     keep.setflags(write=False)
+    survivors = slots[keep]
+    survivors.setflags(write=False)  # shared: nobody may write into it
     if len(kept) >= 256:  # stale entries (older fleet versions or times) go in one sweep
         kept.clear()
-    kept[key] = (slots, keep)
-    return keep
+    kept[key] = (slots, keep, survivors)
+    return keep, survivors
 
 
 class TaintTolerationFilter:
@@ -155,18 +162,19 @@ class TaintTolerationFilter:
         fleet = ctx.fleet
         if not _any_tainted(fleet, slots):
             return FilterResult(slots)
-        keep = _verdicts(ctx, slots, tolerations)
+        keep, survivors = _verdicts(ctx, slots, tolerations)
         # NoSelectIfNew spares the clusters this placement already decided: its own tainted
         # candidates are judged as such (a few at most)
         own_tainted = [
             slot for name in ctx.own if (slot := fleet.slot_of(name)) is not None and fleet.tainted[slot]
         ]
-        if own_tainted:
-            keep = keep.copy()
-            for slot in own_tainted:
-                for i in np.flatnonzero(slots == slot).tolist():
-                    info = fleet.clusters[fleet.name_of(slot)]
-                    keep[i] = cluster_tolerated(info, True, tolerations, ctx.now)[0]
+        if not own_tainted:
+            return FilterResult(survivors)  # the same array for every placement judged alike
+        keep = keep.copy()
+        for slot in own_tainted:
+            for i in np.flatnonzero(slots == slot).tolist():
+                info = fleet.clusters[fleet.name_of(slot)]
+                keep[i] = cluster_tolerated(info, True, tolerations, ctx.now)[0]
         return FilterResult(slots[keep])
 
     def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
