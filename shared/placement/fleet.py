@@ -11,10 +11,10 @@ kept as counters rather than re-listed; selector and set-membership results are 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +41,8 @@ BoolArray = npt.NDArray[np.bool_]
 # Decision writes remembered, so that what Balance derived from the counts can be patched
 # instead of recomputed when a few placements changed their decisions since.
 JOURNAL = 64
+DERIVED_KEPT = 256  # entries per `Fleet.derived` table before it is swept
+T = TypeVar("T")
 
 
 class SetSelectorError(Exception):
@@ -358,6 +360,23 @@ class Fleet:
     @property
     def capacity(self) -> int:
         return self._capacity
+
+    def derived(
+        self, table: str, anchor: object, key: Hashable, make: Callable[[], T], limit: int = DERIVED_KEPT
+    ) -> T:
+        """What `make` works out from `anchor` (a candidate array, held and compared by identity)
+        and `key` (the versions and inputs it also depends on), kept in the cache table `table`
+        while the same `anchor` is asked with the same `key`. Placements that share an array share
+        what is derived from it; a full table is swept whole (its entries are of older versions)."""
+        kept: dict[Any, tuple[object, T]] = self.cache.setdefault(table, {})
+        hit = kept.get((id(anchor), key))
+        if hit is not None and hit[0] is anchor:
+            return hit[1]
+        value = make()
+        if len(kept) >= limit:
+            kept.clear()
+        kept[(id(anchor), key)] = (anchor, value)
+        return value
 
     def has_taints(self) -> bool:
         """Whether any cluster carries a taint (kept per fleet version)."""

@@ -35,6 +35,7 @@ SHARED_SCORES_KEPT = 4096
 BASES_KEPT = 256
 Row = tuple[str, int, Any, Any]  # (prioritizer name, weight, scores, has_entry)
 PACKED = 1 << 30  # totals below this in magnitude pack into one int64 key with the name rank
+RANK_SPAN = 1 << 32  # a packed key is rank - total * RANK_SPAN
 PREFIX = 32  # the base's best clusters kept in rank order, at least
 MOVED_MAX = 64  # clusters whose decision count moved, beyond which a base is rebuilt, not patched
 
@@ -129,18 +130,10 @@ def shared_score(w: Weighted, ctx: ScheduleContext, slots: IntArray) -> ScoreRes
     if not getattr(w.prioritizer, "placement_independent", False):
         return w.prioritizer.score(ctx, slots)
     fleet = ctx.fleet
-    shared: dict[Any, Any] = fleet.cache.setdefault("shared-scores", {})
-    key = (w.prioritizer.name, id(slots))
-    stamp = (fleet.version, fleet.score_version, ctx.now_ts)
-    hit = shared.get(key)
-    if hit is not None and hit[0] is slots and hit[1] == stamp:
-        result: ScoreResult = hit[2]
-        return result
-    result = w.prioritizer.score(ctx, slots)
-    if len(shared) >= SHARED_SCORES_KEPT:  # stale entries (older fleet versions) go in one sweep
-        shared.clear()
-    shared[key] = (slots, stamp, result)
-    return result
+    key = (w.prioritizer.name, fleet.version, fleet.score_version, ctx.now_ts)
+    return fleet.derived(
+        "shared-scores", slots, key, lambda: w.prioritizer.score(ctx, slots), limit=SHARED_SCORES_KEPT
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +220,18 @@ def _weighted_sum(weighted: Sequence[Weighted], results: Sequence[ScoreResult], 
 
 def _packed_keys(rank: IntArray, total: IntArray) -> IntArray:
     """Rank keys for totals below PACKED in magnitude: the total in the high bits, the name rank low."""
-    keys: IntArray = rank - total * (1 << 32)
+    keys: IntArray = rank - total * RANK_SPAN
     return keys
+
+
+def _packed_key(rank: int, total: int) -> int:
+    """`_packed_keys` of one cluster."""
+    return rank - total * RANK_SPAN
+
+
+def _total_of_key(key: int) -> int:
+    """The total a packed key holds (0 <= rank < RANK_SPAN: the total is in the high bits)."""
+    return -(key // RANK_SPAN)
 
 
 class _Base:
@@ -343,8 +346,7 @@ class _Patched(Totals):
 
     def totals_of(self, indices: list[int]) -> list[int]:
         if indices is self._top:  # the list top() just returned: its keys are at hand
-            # a packed key is rank - total * 2**32 with 0 <= rank < 2**32: the total is in its high bits
-            return [-(key >> 32) for key, _ in self._picked]
+            return [_total_of_key(key) for key, _ in self._picked]
         out: list[int] = self._base.total[indices].tolist()
         own = self.known()
         return [own.get(i, t) for i, t in zip(indices, out, strict=True)] if own else out
@@ -432,7 +434,7 @@ def _patched(ctx: ScheduleContext, plan: Plan, slots: IntArray, status: Status) 
                     total += (balance or 0) * (score - base_balance[j])
                 own_totals.append(total)
                 own_balance.append(score)
-                own_keys.append(ranks[j] - total * (1 << 32))
+                own_keys.append(_packed_key(ranks[j], total))
     if base.keys is None or any(abs(t) >= PACKED for t in own_totals):
         # too large to pack: one by one, as the plain path does it
         return _one_by_one(ctx, plan.weighted, slots, status)
@@ -487,7 +489,7 @@ class _Group:
             return None
         assert self._independent_total is not None
         positions = _positions(fleet, self.slots)
-        counts = fleet.decision_counts()
+        counts = fleet.decisions.total  # a name's count over all sources (decision_counts by name)
         rank = fleet.rank
         at: list[int] = []
         balance: list[int] = []
@@ -498,14 +500,14 @@ class _Group:
             i = positions.get(slot) if slot is not None else None
             if i is None:
                 continue
-            score = balance_score(int(counts[slot]), top)
+            score = balance_score(counts.get(name, 0), top)
             t = int(self._independent_total[i]) + self.plan.balance * score
             if abs(t) >= PACKED:
                 return None
             at.append(i)
             balance.append(score)
             total.append(t)
-            keys.append(int(rank[slot]) - t * (1 << 32))
+            keys.append(_packed_key(int(rank[slot]), t))
         return old.moved(version, at, balance, total, keys)
 
 
@@ -531,13 +533,4 @@ def _group(ctx: ScheduleContext, plan: Plan, slots: IntArray) -> _Group | None:
 
 def _positions(fleet: Fleet, slots: IntArray) -> dict[int, int]:
     """slot -> its index in `slots`, kept per candidate array."""
-    table: dict[Any, Any] = fleet.cache.setdefault("slot-positions", {})
-    hit = table.get(id(slots))
-    if hit is not None and hit[0] is slots:
-        positions: dict[int, int] = hit[1]
-        return positions
-    positions = {int(s): i for i, s in enumerate(slots.tolist())}
-    if len(table) >= BASES_KEPT:
-        table.clear()
-    table[id(slots)] = (slots, positions)
-    return positions
+    return fleet.derived("slot-positions", slots, None, lambda: {s: i for i, s in enumerate(slots.tolist())})

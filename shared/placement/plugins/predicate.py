@@ -184,22 +184,17 @@ class PredicateFilter:
         # the survivors of the same predicates from the same candidates are one array while the
         # fleet stays: placements sharing predicates then share what is computed from it later
         fleet = ctx.fleet
-        kept: dict[tuple[Any, ...], tuple[IntArray, IntArray]] = fleet.cache.setdefault(
-            "predicate-survivors", {}
-        )
-        key = (tuple(p.key for p in preds), id(slots), fleet.version)
-        hit = kept.get(key)
-        if hit is not None and hit[0] is slots:
-            return FilterResult(hit[1])
-        keep = np.zeros(len(slots), dtype=np.bool_)
-        for pred in preds:
-            keep |= _verdicts(fleet, pred, slots)[slots] == 1
-        survivors = slots[keep]
-        survivors.setflags(write=False)  # shared: nobody may write into it
-        if len(kept) >= 256:  # stale entries (older fleet versions) go in one sweep
-            kept.clear()
-        kept[key] = (slots, survivors)
-        return FilterResult(survivors)
+
+        def survivors() -> IntArray:
+            keep = np.zeros(len(slots), dtype=np.bool_)
+            for pred in preds:
+                keep |= _verdicts(fleet, pred, slots)[slots] == 1
+            out = slots[keep]
+            out.setflags(write=False)  # shared: nobody may write into it
+            return out
+
+        key = (tuple(p.key for p in preds), fleet.version)
+        return FilterResult(fleet.derived("predicate-survivors", slots, key, survivors))
 
     def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
         if not ctx.placement.spec.predicates:

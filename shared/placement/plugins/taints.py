@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 import numpy as np
 
@@ -105,15 +104,7 @@ def requeue_time(
 def _any_tainted(fleet: Fleet, slots: IntArray) -> bool:
     """Whether a taint is on any of these candidates, kept per candidate array while the fleet
     stays (every placement of a fan-out asks it of the same array)."""
-    kept: dict[int, tuple[IntArray, int, bool]] = fleet.cache.setdefault("any-tainted", {})
-    hit = kept.get(id(slots))
-    if hit is not None and hit[0] is slots and hit[1] == fleet.version:
-        return hit[2]
-    answer = bool(fleet.tainted[slots].any())
-    if len(kept) >= 256:  # stale arrays (older fleet versions) go in one sweep
-        kept.clear()
-    kept[id(slots)] = (slots, fleet.version, answer)
-    return answer
+    return fleet.derived("any-tainted", slots, fleet.version, lambda: bool(fleet.tainted[slots].any()))
 
 
 def _verdicts(
@@ -124,29 +115,23 @@ def _verdicts(
     gets the same answer while the fleet and `now` stay, so it is worked out once per candidate
     array (and the survivors are one array, which what is computed from them can share)."""
     fleet = ctx.fleet
+
+    def judge() -> tuple[BoolArray, IntArray]:
+        keep = np.ones(len(slots), dtype=np.bool_)
+        for i in np.flatnonzero(fleet.tainted[slots]).tolist():
+            info = fleet.clusters[fleet.name_of(int(slots[i]))]
+            keep[i] = cluster_tolerated(info, False, tolerations, ctx.now)[0]
+        keep.setflags(write=False)
+        survivors = slots[keep]
+        survivors.setflags(write=False)  # shared: nobody may write into it
+        return keep, survivors
+
     key = (
         tuple((t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in tolerations),
-        id(slots),
         fleet.version,
         ctx.now_ts,
     )
-    kept: dict[tuple[Any, ...], tuple[IntArray, BoolArray, IntArray]] = fleet.cache.setdefault(
-        "taint-verdicts", {}
-    )
-    hit = kept.get(key)
-    if hit is not None and hit[0] is slots:
-        return hit[1], hit[2]
-    keep = np.ones(len(slots), dtype=np.bool_)
-    for i in np.flatnonzero(fleet.tainted[slots]).tolist():
-        info = fleet.clusters[fleet.name_of(int(slots[i]))]
-        keep[i] = cluster_tolerated(info, False, tolerations, ctx.now)[0]
-    keep.setflags(write=False)
-    survivors = slots[keep]
-    survivors.setflags(write=False)  # shared: nobody may write into it
-    if len(kept) >= 256:  # stale entries (older fleet versions or times) go in one sweep
-        kept.clear()
-    kept[key] = (slots, keep, survivors)
-    return keep, survivors
+    return fleet.derived("taint-verdicts", slots, key, judge)
 
 
 class TaintTolerationFilter:
