@@ -171,30 +171,28 @@ async def send_all(producer: Any, records: Iterable[OutgoingRecord]) -> list[Del
             choices[r.topic] = sorted(await producer.partitions_for(r.topic))
         options = choices[r.topic]
         key = r.key_bytes
-        partition = options[_key_index(key, len(options))] if key is not None else random.choice(options)
+        partition = (
+            options[partition_for_key(key, len(options))] if key is not None else random.choice(options)
+        )
         by_partition.setdefault((r.topic, partition), []).append(index)
     pending: list[tuple[Any, TP, list[int]]] = []  # (future, partition, record indices in batch order)
     for (topic, partition), indices in by_partition.items():
         batch, members = producer.create_batch(), []
         for index in indices:
             record = records[index]
-            if _size(record) <= LARGE_RECORD_BYTES:
-                if _append(batch, record):
-                    members.append(index)
-                    continue
-                # the batch is full: send it and start the next (an empty batch takes any record)
-                future = await producer.send_batch(batch, topic, partition=partition)
-                pending.append((future, (topic, partition), members))
-                batch, members = producer.create_batch(), []
-                _append(batch, record)
+            small = _size(record) <= LARGE_RECORD_BYTES
+            if small and _append(batch, record):
                 members.append(index)
                 continue
-            # large: alone, through send(), which checks it against max_request_size; the
-            # batch in hand goes first so that the partition keeps the order given
-            if members:
+            if members:  # full, or a large record next: what is in hand goes first, in order
                 future = await producer.send_batch(batch, topic, partition=partition)
                 pending.append((future, (topic, partition), members))
                 batch, members = producer.create_batch(), []
+            if small:
+                _append(batch, record)  # an empty batch takes any record
+                members.append(index)
+                continue
+            # large: alone, through send(), which checks it against max_request_size
             future = await producer.send(
                 topic,
                 value=record.value,
@@ -237,10 +235,11 @@ def _append(batch: Any, record: OutgoingRecord) -> bool:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _key_index(key: bytes, partitions: int) -> int:
-    """The default partitioner's choice among `partitions` sorted partitions (kept per key: a
-    worker publishes the same placement keys again and again)."""
-    return int(murmur2(key) & 0x7FFFFFFF) % partitions
+def partition_for_key(key: str | bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner (murmur2, as in the Java client) picks for `key`
+    among `partitions` (kept per key: a worker publishes the same placement keys again and again)."""
+    raw = key.encode("utf-8") if isinstance(key, str) else key
+    return int(murmur2(raw) & 0x7FFFFFFF) % partitions
 
 
 async def partitions_of(consumer: Any, topics: Iterable[str]) -> list[TP]:

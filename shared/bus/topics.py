@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiokafka.admin import NewTopic
-from aiokafka.partitioner import murmur2
 
 from shared.bus.errors import TopicLayoutError
 from shared.bus.kafka import make_admin, start_client
+from shared.bus.kafka import partition_for_key as partition_for_key  # where keys land, with the catalogue
 from shared.settings import KafkaSettings
 
 DEFAULT_PREFIX = "fleetplace."
@@ -241,12 +241,6 @@ def check_copartitioning(partitions: Mapping[str, int]) -> None:
             raise TopicLayoutError(
                 f"co-partitioned topics ({group}) must have equal partition counts: {detail}"
             )
-
-
-def partition_for_key(key: str | bytes, partitions: int) -> int:
-    """The partition Kafka's default partitioner (murmur2, as in the Java client) picks for `key`."""
-    raw = key.encode("utf-8") if isinstance(key, str) else key
-    return int(murmur2(raw) & 0x7FFFFFFF) % partitions
 
 
 class TopicState(enum.StrEnum):
