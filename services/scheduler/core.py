@@ -177,6 +177,8 @@ class Reads:
     cpu: bool
     memory: bool
     cel: bool  # CEL can read any field
+    addon_resources: frozenset[str]  # AddOn coordinates whose score changes requeue it (spec §9.1)
+    addon_scores: tuple[tuple[str, str], ...]  # weighted (resource, score): their validUntil requeues
 
     @classmethod
     def of(cls, p: Placement) -> Reads:
@@ -212,6 +214,12 @@ class Reads:
             "ResourceAllocatableCPU" in builtins,
             "ResourceAllocatableMemory" in builtins,
             cel,
+            frozenset(_addon_resources(p)),
+            tuple(
+                (c.score_coordinate.add_on.resource_name, c.score_coordinate.add_on.score_name)
+                for c in p.spec.prioritizer_policy.configurations
+                if c.score_coordinate is not None and c.score_coordinate.add_on is not None and c.weight != 0
+            ),
         )
 
 
@@ -280,7 +288,6 @@ class SchedulerProcessor:
         self.owns = owns or (lambda key: True)
         self._last_full_resync: float | None = None
         self._forms: dict[str, tuple[Any, ...]] = {}  # see _published_form
-        self._coordinates: dict[str, tuple[Any, ...]] = {}  # see _addon_coordinates
 
     # ---- applying records -----------------------------------------------------------------
     def apply(self, topic: str, key: str, value: Mapping[str, Any] | None) -> None:
@@ -441,10 +448,10 @@ class SchedulerProcessor:
         if old is not None:
             self._unindex_placement(key, old)
         self._by_namespace.setdefault(p.metadata.namespace, set()).add(key)
-        self._reads[key] = Reads.of(p)
-        if self._reads[key].cel:
+        reads = self._reads[key] = Reads.of(p)
+        if reads.cel:
             self._cel_keys.add(key)
-        for res in _addon_resources(p):
+        for res in reads.addon_resources:
             self._by_addon.setdefault(res, set()).add(key)
         if _uses_cel_scores(p):
             self._cel_scores.add(key)
@@ -459,10 +466,10 @@ class SchedulerProcessor:
         return True
 
     def _unindex_placement(self, key: str, p: Placement) -> None:
-        self._reads.pop(key, None)
+        reads = self._reads.pop(key, None)
         self._cel_keys.discard(key)
         self._by_namespace.get(p.metadata.namespace, set()).discard(key)
-        for res in _addon_resources(p):
+        for res in reads.addon_resources if reads is not None else ():
             self._by_addon.get(res, set()).discard(key)
         self._cel_scores.discard(key)
 
@@ -553,17 +560,15 @@ class SchedulerProcessor:
             if key not in self.fleet.placements and not pub.deleted:
                 self.mark(key, Trigger(kind, key))
 
-    def _arm_after(
-        self, key: str, placement: Placement, result: ScheduleResult, now: datetime
-    ) -> datetime | None:
+    def _arm_after(self, key: str, result: ScheduleResult, now: datetime) -> datetime | None:
         nxt: datetime | None = None
         if result.requeue_at is not None:
             self._arm(key, "toleration-expired", result.requeue_at.timestamp())
             nxt = result.requeue_at
-        uses_addon, coordinates = self._addon_coordinates(key, placement)
-        if uses_addon and result._post is not None and len(result._post):
+        reads = self._reads[key]
+        if reads.addon_resources and result._post is not None and len(result._post):
             ts = now.timestamp()
-            for resource, score in coordinates:
+            for resource, score in reads.addon_scores:
                 col = self.fleet.score_column(resource, score)
                 if not col.expires:
                     continue
@@ -577,21 +582,6 @@ class SchedulerProcessor:
                     nxt = t if nxt is None or t < nxt else nxt
             self._arm(key, "resync", now.timestamp() + self.options.addon_resync_s)
         return nxt
-
-    def _addon_coordinates(self, key: str, placement: Placement) -> tuple[bool, tuple[tuple[str, str], ...]]:
-        """Whether the placement uses AddOn scores (spec §9.1), and the weighted (resource, score)
-        coordinates whose validUntil can requeue it; kept per Placement object."""
-        kept = self._coordinates.get(key)
-        if kept is not None and kept[0] is placement:
-            return kept[1], kept[2]
-        coordinates = tuple(
-            (c.score_coordinate.add_on.resource_name, c.score_coordinate.add_on.score_name)
-            for c in placement.spec.prioritizer_policy.configurations
-            if c.score_coordinate is not None and c.score_coordinate.add_on is not None and c.weight != 0
-        )
-        uses = bool(_addon_resources(placement))
-        self._coordinates[key] = (placement, uses, coordinates)
-        return uses, coordinates
 
     # ---- evaluation -----------------------------------------------------------------------
     def evaluate(
@@ -623,13 +613,12 @@ class SchedulerProcessor:
             self.published[key] = Published.from_diff(diff)
             self.engine.forget(key)
             self._forms.pop(key, None)
-            self._coordinates.pop(key, None)
             return diff
         result = self.engine.evaluate(key, now)
         assert result is not None
         if result.skipped is not None:
             return None  # disabled, deleting, or a broken set: decisions stay as they are (spec §9.2, §9.5)
-        nxt = self._arm_after(key, placement, result, now)
+        nxt = self._arm_after(key, result, now)
         groups, status = self._published_form(key, result)
         decisions = result.decisions
         if last is not None and not last.deleted:
@@ -798,7 +787,6 @@ class SchedulerProcessor:
             self._unindex_placement(key, gone)
         self.fleet.delete_placement(key)
         self._forms.pop(key, None)
-        self._coordinates.pop(key, None)
         if self.dirty.pop(key, None) is not None:
             self._order = None
 
