@@ -25,14 +25,12 @@ from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from shared.placement.plugins.predicate import PredicateFilter, forget_compiled, warm_predicates
 from shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
 from shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
-from shared.placement.totals import Plan, Totals, aborted, plan_of, totals
+from shared.placement.totals import EMPTY, Plan, Totals, aborted, plan_of, totals
 from shared.placement.weights import WeightError, resolve
 
 FILTERS: tuple[Filter, ...] = (PredicateFilter(), TaintTolerationFilter())
 # the debugger's names of the filter pipeline after each filter: "Predicate", "Predicate,TaintToleration"
 PIPELINES = tuple(",".join(f.name for f in FILTERS[: i + 1]) for i in range(len(FILTERS)))
-EMPTY = np.zeros(0, dtype=np.int64)
-EMPTY.setflags(write=False)
 
 
 @dataclass(frozen=True)
@@ -216,7 +214,6 @@ def schedule(
     key = placement.key
     meta = placement.metadata
     own = fleet.decisions.own(meta.namespace, meta.name)
-    empty = EMPTY
 
     def skipped(why: str) -> ScheduleResult:
         return ScheduleResult(key, now, SUCCESS, (), 0, None, (), (), (), (), None, 0, (), skipped=why)
@@ -241,7 +238,7 @@ def schedule(
         result = f.filter(ctx, slots)
         if result.status.aborts:
             status = result.status
-            slots = empty
+            slots = EMPTY
             break
         slots = result.slots
         filtered.append((pipeline, slots))
@@ -254,7 +251,7 @@ def schedule(
             plan = _plan(placement, fleet, options or DEFAULT_OPTIONS)
         except WeightError as e:
             status = e.status
-            slots = empty
+            slots = EMPTY
 
     if plan is None:
         scored = aborted(status)
@@ -262,7 +259,7 @@ def schedule(
         scored = totals(ctx, plan, slots, status)
         status = scored.status
         if status.aborts:
-            slots = empty
+            slots = EMPTY
     slot_names = fleet.names_snapshot()
     spread: SpreadOutcome | None = None
     spread_detail: str | None = None

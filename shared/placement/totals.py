@@ -37,6 +37,8 @@ Row = tuple[str, int, Any, Any]  # (prioritizer name, weight, scores, has_entry)
 PACKED = 1 << 30  # totals below this in magnitude pack into one int64 key with the name rank
 RANK_SPAN = 1 << 32  # a packed key is rank - total * RANK_SPAN
 PREFIX = 32  # the base's best clusters kept in rank order, at least
+EMPTY = np.zeros(0, dtype=np.int64)  # no clusters (read-only: shared by every run that has none)
+EMPTY.setflags(write=False)
 MOVED_MAX = 64  # clusters whose decision count moved, beyond which a base is rebuilt, not patched
 
 
@@ -174,8 +176,7 @@ def totals(ctx: ScheduleContext, plan: Plan, slots: IntArray, status: Status) ->
 
 
 def aborted(status: Status) -> Totals:
-    empty = np.zeros(0, dtype=np.int64)
-    return _Arrays(status, empty, empty, ())
+    return _Arrays(status, EMPTY, EMPTY, ())
 
 
 def _one_by_one(
