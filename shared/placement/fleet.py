@@ -293,6 +293,10 @@ class Fleet:
     _free: list[int] = field(default_factory=list)
     _log: list[tuple[int, int]] = field(default_factory=list)  # (version, slot) changes
     _log_base: int = 0
+    # the changes that can move a label or claim selector's verdict: labels or claims changed, a
+    # slot taken or freed (most cluster updates are status heartbeats, which leave them alone)
+    _label_log: list[tuple[int, int]] = field(default_factory=list)
+    _label_log_base: int = 0
     _rank_version: int = -1
     _names_version: int = 0
     alive: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
@@ -393,23 +397,23 @@ class Fleet:
         assert name is not None
         return name
 
-    def _touch(self, slot: int) -> None:
+    def _touch(self, slot: int, relabelled: bool = True) -> None:
         self.version += 1
-        self._log.append((self.version, slot))
-        if len(self._log) > 4 * max(self._capacity, 1024):
-            self._log_base = self._log[len(self._log) // 2][0]
-            del self._log[: len(self._log) // 2]
+        self._log_base = _logged(self._log, self._log_base, self.version, slot, self._capacity)
+        if relabelled:
+            self._label_log_base = _logged(
+                self._label_log, self._label_log_base, self.version, slot, self._capacity
+            )
 
     def changed_since(self, version: int) -> list[int] | None:
         """Slots changed after `version`, or None when the log no longer reaches that far."""
-        if version < self._log_base:
-            return None
-        out: list[int] = []
-        for v, s in reversed(self._log):
-            if v <= version:
-                break
-            out.append(s)
-        return out
+        return _since(self._log, self._log_base, version)
+
+    def labels_changed_since(self, version: int) -> list[int] | None:
+        """Slots whose labels or claims may differ from what they were at `version` (taken, freed
+        or relabelled since), or None when the log no longer reaches that far. What a label or
+        claim selector concludes about every other slot still holds."""
+        return _since(self._label_log, self._label_log_base, version)
 
     @property
     def rank(self) -> IntArray:
@@ -427,6 +431,8 @@ class Fleet:
         info = ClusterInfo.of(cluster, raw)
         name = info.name
         slot = self._slot.get(name)
+        old = self.clusters.get(name)
+        relabelled = old is None or old.labels != info.labels or old.claims != info.claims
         if slot is None:
             if not self._free:
                 self._grow()
@@ -444,7 +450,7 @@ class Fleet:
         self.cpu_has[slot] = info.cpu is not None
         self.memory[slot] = info.memory or 0.0
         self.memory_has[slot] = info.memory is not None
-        self._touch(slot)
+        self._touch(slot, relabelled)
 
     def delete_cluster(self, name: str) -> None:
         slot = self._slot.pop(name, None)
@@ -502,7 +508,7 @@ class Fleet:
             raise SetSelectorError(view.error)
         if view.mask is not None and view.mask_version == self.version:
             return view.mask
-        changed = self.changed_since(view.mask_version) if view.mask is not None else None
+        changed = self.labels_changed_since(view.mask_version) if view.mask is not None else None
         if view.mask is None or changed is None or len(view.mask) != self._capacity:
             if view.selector is not None and view.selector.is_everything:  # every cluster
                 view.mask, view.mask_version = self.alive.copy(), self.version
@@ -573,7 +579,7 @@ class Fleet:
         self.score_version += 1
         slot = self._slot.get(cluster)
         if slot is not None:
-            self._touch(slot)  # CEL `scores()` results depend on it
+            self._touch(slot, relabelled=False)  # CEL `scores()` results depend on it
 
     def score_column(self, resource: str, score_name: str) -> _ScoreColumn:
         """AddOn scores of every slot for one coordinate.
@@ -687,6 +693,27 @@ class Fleet:
 
     def delete_placement(self, key: str) -> None:
         self.placements.pop(key, None)
+
+
+def _logged(log: list[tuple[int, int]], base: int, version: int, slot: int, capacity: int) -> int:
+    """Append a change to a (version, slot) log, halving it when it grows long; the new base (the
+    oldest version it still reaches back to)."""
+    log.append((version, slot))
+    if len(log) > 4 * max(capacity, 1024):
+        base = log[len(log) // 2][0]
+        del log[: len(log) // 2]
+    return base
+
+
+def _since(log: list[tuple[int, int]], base: int, version: int) -> list[int] | None:
+    if version < base:
+        return None
+    out: list[int] = []
+    for v, s in reversed(log):
+        if v <= version:
+            break
+        out.append(s)
+    return out
 
 
 def epoch(t: datetime) -> float:

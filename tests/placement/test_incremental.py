@@ -2,7 +2,8 @@
 counts, caches shared across placements) agrees with a fleet built from scratch.
 
 A long-lived engine takes a random sequence of cluster and AddOn-score upserts and deletes (names
-drawn from a small pool, so slots are freed and reused), evaluating and committing its placements
+drawn from a small pool, so slots are freed and reused; a cluster update may change only its
+status, as a heartbeat does, or its labels and claims), evaluating and committing its placements
 after every step, as the worker does. At the end every placement's result must equal the result
 of a fresh engine that is given only the final objects and the same current decisions.
 """
@@ -24,7 +25,10 @@ from .builders import (
     addon_score,
     binding,
     builtin,
+    claim_predicate,
     cluster,
+    cluster_set,
+    expr,
     global_set,
     label_predicate,
     placement,
@@ -43,11 +47,21 @@ PLACEMENTS = {
         "predicates": [label_predicate({"tier": "gold"})],
         "prioritizerPolicy": policy("Additive", addon("demo", "demo", 2)),
     },
+    "ns1/east": {  # a claim selector
+        "predicates": [claim_predicate(expr("region", "In", "east"))],
+    },
+    "ns2/silver": {  # a set that selects by label
+        "clusterSets": ["silver"],
+    },
 }
 
 op_st = st.one_of(
     st.tuples(
-        st.just("cluster"), st.sampled_from(NAMES), st.sampled_from(["gold", "silver"]), st.integers(1, 64)
+        st.just("cluster"),
+        st.sampled_from(NAMES),
+        st.sampled_from(["gold", "silver"]),
+        st.integers(1, 64),
+        st.sampled_from(["east", "west"]),
     ),
     st.tuples(st.just("score"), st.sampled_from(NAMES), st.integers(-100, 100)),
     st.tuples(st.just("delete-cluster"), st.sampled_from(NAMES)),
@@ -55,8 +69,14 @@ op_st = st.one_of(
 )
 
 
-def _cluster(name: str, tier: str, cpu: int) -> dict[str, Any]:
-    return cluster(name, labels={"tier": tier}, allocatable={"cpu": str(cpu)}, capacity={"cpu": "64"})
+def _cluster(name: str, tier: str, cpu: int, region: str) -> dict[str, Any]:
+    return cluster(
+        name,
+        labels={"tier": tier},
+        allocatable={"cpu": str(cpu)},
+        capacity={"cpu": "64"},
+        claims={"region": region},
+    )
 
 
 def _apply(engine: PlacementEngine, raw: dict[str, Any]) -> None:
@@ -64,9 +84,11 @@ def _apply(engine: PlacementEngine, raw: dict[str, Any]) -> None:
 
 
 def _frame() -> list[dict[str, Any]]:
-    objs: list[dict[str, Any]] = [global_set(), binding("global")]
+    silver = cluster_set("silver", "LabelSelector", {"matchLabels": {"tier": "silver"}})
+    objs: list[dict[str, Any]] = [global_set(), binding("global"), silver, binding("silver", "ns2")]
     for key, spec in PLACEMENTS.items():
-        objs.append(placement(spec, name=key.split("/")[1]))
+        ns, _, name = key.partition("/")
+        objs.append(placement(spec, name=name, namespace=ns))
     return objs
 
 
@@ -81,7 +103,7 @@ def test_incremental_state_equals_a_fleet_built_from_scratch(ops: list[tuple[Any
     for op in ops:
         kind, name = op[0], op[1]
         if kind == "cluster":
-            clusters[name] = _cluster(name, op[2], op[3])
+            clusters[name] = _cluster(name, op[2], op[3], op[4])
             _apply(live, clusters[name])
         elif kind == "score":
             scores[name] = addon_score(name, "demo", {"demo": op[2]})

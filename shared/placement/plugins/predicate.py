@@ -132,7 +132,8 @@ def _verdicts(
     else:
         version, state = hit
         if version != fleet.version:
-            changed = fleet.changed_since(version)
+            # without CEL a verdict reads only the cluster's labels and claims
+            changed = fleet.changed_since(version) if pred.cel else fleet.labels_changed_since(version)
             if changed is None:
                 state[:] = -1
             elif changed:
