@@ -30,6 +30,7 @@ from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from shared.placement import ScheduleResult
 from shared.placement.explain import explain
 from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from shared.placement.scheduler import run_signature
 
 COMPARED = ("deleted", "generation", "decisions", "groups", "status", "scores", "added", "removed", "sortBy")
 
@@ -42,6 +43,38 @@ class Recomputed:
     result: ScheduleResult | None = None
     placement: Placement | None = None
     skipped: str | None = None
+    shared: bool = False  # taken from another placement's run with the same signature
+
+
+@dataclass
+class SharedRuns:
+    """Recomputed diffs of placements that cannot differ, computed once per replayed state.
+
+    Placements with equal `run_signature`s get the same schedule result; with the same decision
+    in force they would publish the same diff, generation aside. The table holds the current
+    state's values only: it is emptied when the fleet, its versions or `now` move on."""
+
+    hits: int = 0
+    _state: tuple[Any, ...] = ()
+    _fleet: Any = None
+    _values: dict[tuple[Any, ...], Recomputed] = field(default_factory=dict)
+
+    def _at(self, fleet: Any, now: datetime) -> None:
+        state = (id(fleet), fleet.version, fleet.score_version, now)
+        if state != self._state:
+            self._values.clear()
+            self._state = state
+            self._fleet = fleet  # holds it: its id cannot be reused while the table refers to it
+
+    def get(self, fleet: Any, now: datetime, signature: tuple[Any, ...]) -> Recomputed | None:
+        self._at(fleet, now)
+        found = self._values.get(signature)
+        if found is not None:
+            self.hits += 1
+        return found
+
+    def put(self, signature: tuple[Any, ...], recomputed: Recomputed) -> None:
+        self._values[signature] = recomputed
 
 
 def expected_of(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -59,8 +92,10 @@ def expected_of(record: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def recompute(replay: SourceReplay, key: str, now: datetime) -> Recomputed:
-    """The diff the worker would publish for `key` at `now`, against the decision in force."""
+def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns | None = None) -> Recomputed:
+    """The diff the worker would publish for `key` at `now`, against the decision in force.
+    With `shared`, a placement whose run cannot differ from one already recomputed in the same
+    state (same signature, same decision in force) takes that one's diff."""
     processor = replay.processor
     last = processor.published.get(key)
     old = set(last.decisions) if last is not None and not last.deleted else set()
@@ -78,6 +113,19 @@ def recompute(replay: SourceReplay, key: str, now: datetime) -> Recomputed:
             "sortBy": None,
         }
         return Recomputed(value)
+    signature: tuple[Any, ...] | None = None
+    if shared is not None:
+        fleet = processor.fleet
+        signature = (run_signature(placement, fleet, now, processor.engine.options), tuple(sorted(old)))
+        hit = shared.get(fleet, now, signature)
+        if hit is not None:
+            return Recomputed(
+                {**hit.value, "generation": placement.metadata.generation},
+                hit.result,
+                placement,
+                hit.skipped,
+                shared=True,
+            )
     result = processor.engine.evaluate(key, now)
     assert result is not None
     decisions = list(result.decisions)
@@ -98,7 +146,10 @@ def recompute(replay: SourceReplay, key: str, now: datetime) -> Recomputed:
         "removed": sorted(old - new),
         "sortBy": "Score" if placement.spec.sort_by == "Score" else None,
     }
-    return Recomputed(value, result, placement, result.skipped)
+    recomputed = Recomputed(value, result, placement, result.skipped)
+    if shared is not None and signature is not None:
+        shared.put(signature, recomputed)
+    return recomputed
 
 
 def differing(expected: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
@@ -308,6 +359,7 @@ class Checker:
     placement: str | None = None
     since: datetime | None = None
     report: AuditReport = field(default_factory=AuditReport)
+    shared: SharedRuns | None = field(default_factory=SharedRuns)
 
     def wanted_key(self, key: str) -> bool:
         return self.placement is None or key == self.placement
@@ -317,9 +369,12 @@ class Checker:
 
     def visit(self, replay: SourceReplay, record: DecisionRecord) -> None:
         report = self.report
-        recomputed = recompute(replay, record.key, record.now)
+        recomputed = recompute(replay, record.key, record.now, self.shared)
         expected = expected_of(record.value)
         fields = differing(expected, recomputed.value)
+        if fields and recomputed.shared:  # explained from this placement's own run
+            recomputed = recompute(replay, record.key, record.now)
+            fields = differing(expected, recomputed.value)
         if recomputed.skipped is not None:
             fields = fields or ["status"]
         tally = report.per_placement.setdefault(record.key, Tally())

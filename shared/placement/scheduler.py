@@ -171,6 +171,43 @@ def _plan(placement: Placement, fleet: Fleet, options: EngineOptions) -> Plan:
     return plan
 
 
+def run_signature(
+    placement: Placement, fleet: Fleet, now: datetime, options: EngineOptions | None = None
+) -> tuple[Any, ...]:
+    """Everything `schedule(placement, fleet, now)` reads, as one hashable value: two placements
+    with equal signatures get the same result but for its `placement` key and its PlacementDecision
+    `pages` (named after the placement). Used to evaluate placements that cannot differ once.
+
+    What a run reads, and where the signature has it: the namespace (its bindings) and the spec
+    (canonical JSON, kept per Placement object); whether it is deleting or disabled; the fleet
+    version (clusters, their taints and sets) and the score version (AddOn scores); the names of
+    the namespace's bindings (unversioned, so listed); the placement's own decisions (Steady,
+    NoSelectIfNew tolerations, requeue); every placement's decision counts — as the decisions
+    version — only when Balance is configured; `now` and the engine options."""
+    meta = placement.metadata
+    cache_key = ("spec-json", placement.key)
+    hit = fleet.cache.get(cache_key)
+    if hit is None or hit[0] is not placement:
+        hit = fleet.cache[cache_key] = (placement, placement.spec.model_dump_json())
+    try:
+        balance = _plan(placement, fleet, options or DEFAULT_OPTIONS).balance is not None
+    except WeightError:
+        balance = False  # the run aborts before any prioritizer reads the decisions
+    return (
+        meta.namespace,
+        hit[1],
+        meta.deletion_timestamp is not None,
+        meta.annotations.get(DISABLE_ANNOTATION) == "true",
+        fleet.version,
+        fleet.score_version,
+        tuple(sorted(fleet.bindings.get(meta.namespace, ()))),
+        tuple(sorted(fleet.decisions.own(meta.namespace, meta.name).items())),
+        fleet.decisions.version if balance else None,
+        now,
+        options or DEFAULT_OPTIONS,
+    )
+
+
 def _decision_groups(
     placement: Placement, fleet: Fleet, selected: tuple[str, ...], by_score: Mapping[str, int] | None
 ) -> tuple[tuple[DecisionGroupResult, ...], str | None, tuple[Page, ...]]:
@@ -185,6 +222,7 @@ def _decision_groups(
 def forget(fleet: Fleet, key: str) -> None:
     """Drop what is kept for one placement across schedules (it was deleted)."""
     fleet.cache.pop(("weights", key), None)
+    fleet.cache.pop(("spec-json", key), None)
     forget_compiled(fleet, key)
 
 

@@ -15,7 +15,7 @@ from services.auditor.batches import group_batches
 from services.auditor.history import History, parse_decision
 from shared.bus.envelope import new_envelope
 from shared.bus.records import Record
-from tests.auditor.offline import T0, OfflineWorker, busy_run, cluster, placement
+from tests.auditor.offline import T0, OfflineWorker, base_fleet, busy_run, cluster, placement
 
 PREFIX = "p."
 
@@ -352,3 +352,58 @@ def test_checking_in_parallel_stretches_gives_the_single_walks_report(
         assert len(parallel.stretches(group_batches(history.decisions), jobs)) == jobs
         split = audit(history, jobs=jobs)
         assert split.to_json() == single.to_json()
+
+
+def _twins_run() -> OfflineWorker:
+    """Three placements alike in one namespace (the top CPU, no Balance), one unlike them, and the
+    CPU moving: the three publish the same decisions at the same states."""
+    w = OfflineWorker(PREFIX)
+    cpu = {"mode": "Exact", "configurations": [{"scoreCoordinate": {"builtIn": "ResourceAllocatableCPU"}}]}
+    w.publish(*base_fleet("ns1"), *[cluster(f"c{i}", cpu=4 + i) for i in range(6)])
+    w.publish(
+        *[placement("ns1", f"twin{i}", numberOfClusters=2, prioritizerPolicy=cpu) for i in range(3)],
+        placement("ns1", "other", numberOfClusters=2),
+    )
+    now = T0
+    w.step(now)
+    for step in range(6):
+        w.publish(cluster(f"c{step % 6}", cpu=40 - step))
+        now += timedelta(seconds=5)
+        w.step(now)
+    w.drain(now)
+    return w
+
+
+def test_placements_that_cannot_differ_are_recomputed_once_and_a_forged_one_is_still_caught() -> None:
+    from services.auditor.audit import Checker
+    from services.auditor.walk import Auditor
+
+    worker = _twins_run()
+    history = history_of(worker.records())
+    checker = Checker()
+    Auditor(history).walk(checker.visit, checker.select)
+    twins = [d for d in worker.diffs if "twin" in d["placement"]]
+    assert checker.report.ok and checker.report.checked == len(worker.diffs)
+    assert checker.shared is not None and checker.shared.hits == len(twins) * 2 // 3 > 0
+    alone = Checker(shared=None)
+    Auditor(history).walk(alone.visit, alone.select)
+    assert alone.report.to_json() == checker.report.to_json()
+
+    # the second twin's last decision forged: its recomputed diff is the first twin's, and it is
+    # reported with an explanation from its own run
+    last = max((d for d in twins if d["placement"] == "ns1/twin1"), key=lambda d: d["seq"])
+
+    def forge(raw: bytes | None) -> bytes:
+        value = orjson.loads(raw or b"{}")
+        value["decisions"] = [value["decisions"][0], "c-forged"]
+        return orjson.dumps(value)
+
+    def is_last(r: Record) -> bool:
+        v = decision_value(r)
+        return v is not None and (v["placement"], v["seq"]) == ("ns1/twin1", last["seq"])
+
+    records, _ = rewrite(worker.records(), is_last, forge)
+    report = audit(history_of(records))
+    assert [(m.placement, m.seq) for m in report.mismatches] == [("ns1/twin1", last["seq"])]
+    named = {c["cluster"] for c in report.mismatches[0].clusters}
+    assert "c-forged" in named and last["decisions"][1] in named
