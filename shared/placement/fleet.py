@@ -302,6 +302,7 @@ class Fleet:
     alive: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     terminating: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     tainted: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
+    tainted_names: set[str] = field(default_factory=set)  # the clusters `tainted` marks
     cpu: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     cpu_has: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     memory: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
@@ -446,6 +447,10 @@ class Fleet:
         self.clusters[name] = info
         self.terminating[slot] = info.terminating
         self.tainted[slot] = bool(info.taints)
+        if info.taints:
+            self.tainted_names.add(name)
+        else:
+            self.tainted_names.discard(name)
         self.cpu[slot] = info.cpu or 0.0
         self.cpu_has[slot] = info.cpu is not None
         self.memory[slot] = info.memory or 0.0
@@ -462,6 +467,7 @@ class Fleet:
         self._names_version += 1
         self.alive[slot] = False
         self.tainted[slot] = False
+        self.tainted_names.discard(name)
         self.cpu_has[slot] = False
         self.memory_has[slot] = False
         self.decision_count[slot] = 0

@@ -327,7 +327,12 @@ def schedule(
             selected_totals = tuple(scored.totals_of(top))
         unscheduled = (n - len(selected)) if n is not None else 0
         requeue = (
-            requeue_time(fleet.clusters, own, placement.spec.tolerations, now) if fleet.has_taints() else None
+            # only tainted clusters can requeue: the earliest expiry among the own ones
+            requeue_time(
+                fleet.clusters, fleet.tainted_names.intersection(own), placement.spec.tolerations, now
+            )
+            if fleet.has_taints()
+            else None
         )
 
     by_score = None

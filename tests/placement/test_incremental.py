@@ -23,6 +23,7 @@ from .builders import (
     NOW,
     addon,
     addon_score,
+    ago,
     binding,
     builtin,
     claim_predicate,
@@ -62,6 +63,7 @@ op_st = st.one_of(
         st.sampled_from(["gold", "silver"]),
         st.integers(1, 64),
         st.sampled_from(["east", "west"]),
+        st.booleans(),  # tainted NoSelectIfNew: kept only by placements that already decided it
     ),
     st.tuples(st.just("score"), st.sampled_from(NAMES), st.integers(-100, 100)),
     st.tuples(st.just("delete-cluster"), st.sampled_from(NAMES)),
@@ -69,13 +71,14 @@ op_st = st.one_of(
 )
 
 
-def _cluster(name: str, tier: str, cpu: int, region: str) -> dict[str, Any]:
+def _cluster(name: str, tier: str, cpu: int, region: str, tainted: bool) -> dict[str, Any]:
     return cluster(
         name,
         labels={"tier": tier},
         allocatable={"cpu": str(cpu)},
         capacity={"cpu": "64"},
         claims={"region": region},
+        taints=[{"key": "drain", "effect": "NoSelectIfNew", "timeAdded": ago(30)}] if tainted else [],
     )
 
 
@@ -103,7 +106,7 @@ def test_incremental_state_equals_a_fleet_built_from_scratch(ops: list[tuple[Any
     for op in ops:
         kind, name = op[0], op[1]
         if kind == "cluster":
-            clusters[name] = _cluster(name, op[2], op[3], op[4])
+            clusters[name] = _cluster(name, op[2], op[3], op[4], op[5])
             _apply(live, clusters[name])
         elif kind == "score":
             scores[name] = addon_score(name, "demo", {"demo": op[2]})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -85,11 +85,12 @@ def cluster_tolerated(
 
 def requeue_time(
     clusters: Mapping[str, ClusterInfo],
-    own: Mapping[str, int],
+    own: Iterable[str],
     tolerations: Sequence[Toleration],
     now: datetime,
 ) -> datetime | None:
-    """spec §4.2.1: from the *previous* decisions, looked up among all clusters."""
+    """spec §4.2.1: from the *previous* decisions (`own`: their cluster names; those without taints
+    may be left out), looked up among all clusters."""
     best: datetime | None = None
     for name in own:
         info = clusters.get(name)
@@ -151,7 +152,9 @@ class TaintTolerationFilter:
         # NoSelectIfNew spares the clusters this placement already decided: its own tainted
         # candidates are judged as such (a few at most)
         own_tainted = [
-            slot for name in ctx.own if (slot := fleet.slot_of(name)) is not None and fleet.tainted[slot]
+            slot
+            for name in fleet.tainted_names.intersection(ctx.own)
+            if (slot := fleet.slot_of(name)) is not None
         ]
         if not own_tainted:
             return FilterResult(survivors)  # the same array for every placement judged alike
