@@ -4,9 +4,9 @@ The walk is sequential by nature — each batch's state follows from the one bef
 stretch can start anywhere: `Auditor.fast_forward` builds the state at its first batch in one
 coalesced pass (the last record per key up to that watermark, then the latest own diff per
 placement), which costs about as much as applying one record per key. So the batches are cut
-into `jobs` stretches of about the same number of diffs, each checked in a forked process that
-shares the history copy-on-write, and the partial reports are merged in replay order: the
-result is the one a single walk gives (a test holds them equal).
+into `jobs` stretches of about the same number of diffs; the first is checked here and each
+other one in a forked process that shares the history copy-on-write, and the partial reports
+are merged in replay order: the result is the one a single walk gives (a test holds them equal).
 
 Fork only: the history is not pickled, only the small partial reports come back. Where fork is
 not available, or the history is small, the caller walks it alone.
@@ -82,7 +82,7 @@ def check_in_parallel(auditor: Auditor, checker: Checker, jobs: int, progress: P
         return False
     ctx = multiprocessing.get_context("fork")
     running = []
-    for start, stop in ranges:
+    for start, stop in ranges[1:]:
         receive, send = ctx.Pipe(duplex=False)
         done = ctx.Value("q", 0, lock=False)
         part = Checker(checker.placement, checker.since)
@@ -94,10 +94,23 @@ def check_in_parallel(auditor: Auditor, checker: Checker, jobs: int, progress: P
         running.append((process, receive, done))
     results: list[AuditReport] = []
     try:
+        # the first stretch here, while the others run (they were forked before it moved anything)
+        first_start, first_stop = ranges[0]
+        mine = 0
+
+        def walked(count: int, _total: int) -> None:
+            nonlocal mine
+            mine = count
+            if progress is not None:
+                progress(mine + sum(d.value for _, _, d in running), total)
+
+        auditor.walk(checker.visit, checker.select, progress=walked, batches=batches[first_start:first_stop])
+        checker.report.warnings = auditor.warnings
+        checker.report.rebuilds = auditor.rebuilds
         for process, receive, _ in running:
             while not receive.poll(0.2):
                 if progress is not None:
-                    progress(sum(d.value for _, _, d in running), total)
+                    progress(mine + sum(d.value for _, _, d in running), total)
                 if not process.is_alive() and not receive.poll(0):
                     raise RuntimeError(f"audit process {process.pid} died with exit code {process.exitcode}")
             status, payload = receive.recv()
