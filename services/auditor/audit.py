@@ -121,9 +121,8 @@ def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns 
         if hit is not None:
             return Recomputed(
                 {**hit.value, "generation": placement.metadata.generation},
-                hit.result,
-                placement,
-                hit.skipped,
+                placement=placement,
+                skipped=hit.skipped,
                 shared=True,
             )
     result = processor.engine.evaluate(key, now)
@@ -148,7 +147,8 @@ def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns 
     }
     recomputed = Recomputed(value, result, placement, result.skipped)
     if shared is not None and signature is not None:
-        shared.put(signature, recomputed)
+        # the diff only: a sharer that mismatches is explained from its own run
+        shared.put(signature, Recomputed(value, skipped=result.skipped))
     return recomputed
 
 
