@@ -307,8 +307,9 @@ class SchedulerProcessor:
             raise InvalidRecord(f"{topic}: expected kind {kind}, got {value.get('kind')!r}")
         try:
             # the API server's defaults and validation, so the bus means what a cluster would
-            admitted = admit(value, f"{topic}/{key}")
-            obj = parse_object(admitted, f"{topic}/{key}")
+            where = f"{topic}/{key}"
+            admitted = admit(value, where)
+            obj = parse_object(admitted, where)
         except ObjectError as e:
             raise InvalidRecord(str(e)) from None
         meta = obj.metadata
@@ -337,10 +338,10 @@ class SchedulerProcessor:
             old = self.fleet.clusters.get(key)
             self._raw_clusters[key] = admitted
             self._refresh_cluster(key, obj)
-            self._dirty_for_cluster(key, old, Trigger("cluster", key))
+            self._dirty_for_cluster(key, old, "cluster")
         elif isinstance(obj, AddOnPlacementScore):
             self.fleet.upsert_score(obj)
-            self._dirty_for_score(obj.metadata.namespace, obj.metadata.name, Trigger("score", key))
+            self._dirty_for_score(obj.metadata.namespace, obj.metadata.name)
         elif isinstance(obj, ManagedClusterSet):
             self.fleet.upsert_set(obj)
             self._dirty_for_set(key, Trigger("clusterset", key))
@@ -359,11 +360,11 @@ class SchedulerProcessor:
             self._raw_clusters.pop(key, None)
             self.fleet.delete_cluster(key)
             if old is not None:
-                self._dirty_for_cluster(key, old, Trigger("cluster", key))
+                self._dirty_for_cluster(key, old, "cluster")
         elif topic == "scores":
             ns, name = self._split(key)
             self.fleet.delete_score(ns, name)
-            self._dirty_for_score(ns, name, Trigger("score", key))
+            self._dirty_for_score(ns, name)
         elif topic == "clustersets":
             self.fleet.delete_set(key)
             self._dirty_for_set(key, Trigger("clusterset", key))
@@ -392,7 +393,7 @@ class SchedulerProcessor:
         if key in self._raw_clusters:
             before = self.fleet.clusters.get(key)
             self._refresh_cluster(key)
-            self._dirty_for_cluster(key, before, Trigger("taint", key))
+            self._dirty_for_cluster(key, before, "taint")
 
     def _refresh_cluster(self, name: str, parsed: ManagedCluster | None = None) -> None:
         """Effective taints = spec.taints ∪ the taints topic; the topic wins on key+effect (design).
@@ -496,23 +497,26 @@ class SchedulerProcessor:
             # one broken set: fall back to every set (OCM enqueues nothing at all; we do better)
             return list(self.fleet.sets)
 
-    def _dirty_for_cluster(self, name: str, old: ClusterInfo | None, trigger: Trigger) -> None:
+    def _dirty_for_cluster(self, name: str, old: ClusterInfo | None, kind: str) -> None:
         """spec §9.1, narrowed: a set whose membership changed enqueues every placement bound to
-        it; otherwise only placements that read what changed (see `ClusterChange`)."""
+        it; otherwise only placements that read what changed (see `ClusterChange`). The trigger
+        (`kind`, `name`) is made here, only when something changed."""
         new = self.fleet.clusters.get(name)
         new_sets = set(self._sets_of(new.labels if new else None))
         old_sets = set(self._sets_of(old.labels if old else None))
         change = ClusterChange.between(old, new)
         if change.nothing:
             return
+        trigger = Trigger(kind, name)
         for s in sorted(new_sets | old_sets):
             moved = s in new_sets ^ old_sets
             self._dirty_for_set(s, trigger, None if moved else change)
 
-    def _dirty_for_score(self, cluster: str, resource: str, trigger: Trigger) -> None:
+    def _dirty_for_score(self, cluster: str, resource: str) -> None:
         info = self.fleet.clusters.get(cluster)
         if info is None:
             return
+        trigger = Trigger("score", f"{cluster}/{resource}")  # the record's key
         namespaces: set[str] = set()
         for s in self._sets_of(info.labels):
             namespaces.update(self._bindings_by_set.get(s, ()))
