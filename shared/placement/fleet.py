@@ -438,6 +438,8 @@ class Fleet:
         info = ClusterInfo.of(cluster, raw)
         name = info.name
         slot = self._slot.get(name)
+        # the version the slot's columns hold (None: a new slot, every column is written)
+        old = self.clusters.get(name) if slot is not None else None
         if slot is None:
             if not self._free:
                 self._grow()
@@ -449,12 +451,17 @@ class Fleet:
             self.alive[slot] = True
             self.decision_count[slot] = self.decisions.total.get(name, 0)
         self.clusters[name] = info
-        self.terminating[slot] = info.terminating
-        self.tainted[slot] = bool(info.taints)
-        self.cpu[slot] = info.cpu or 0.0
-        self.cpu_has[slot] = info.cpu is not None
-        self.memory[slot] = info.memory or 0.0
-        self.memory_has[slot] = info.memory is not None
+        # a new version changes few columns, and a numpy item write costs more than a comparison
+        if old is None or old.terminating != info.terminating:
+            self.terminating[slot] = info.terminating
+        if old is None or bool(old.taints) != bool(info.taints):
+            self.tainted[slot] = bool(info.taints)
+        if old is None or old.cpu != info.cpu:
+            self.cpu[slot] = info.cpu or 0.0
+            self.cpu_has[slot] = info.cpu is not None
+        if old is None or old.memory != info.memory:
+            self.memory[slot] = info.memory or 0.0
+            self.memory_has[slot] = info.memory is not None
         self._touch(slot)
 
     def delete_cluster(self, name: str) -> None:
