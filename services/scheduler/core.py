@@ -28,6 +28,7 @@ from shared.api.ocm import (
     ManagedCluster,
     ManagedClusterSet,
     ManagedClusterSetBinding,
+    ManagedClusterSpec,
     Placement,
     Taint,
 )
@@ -54,6 +55,24 @@ class InvalidRecord(ValueError):
 
 class TaintSet(BaseModel):
     taints: list[Taint] = []
+
+
+@dataclass(frozen=True, slots=True)
+class TopicTaints:
+    """One cluster's taints from the taints topic, with what merging them into each version of
+    the cluster reads, worked out once per taints record rather than once per cluster record."""
+
+    taints: list[Taint]
+    keys: frozenset[tuple[str, str]]  # (key, effect): the topic's taint wins over the object's
+    docs: tuple[dict[str, Any], ...]  # as written in a ManagedCluster's spec.taints
+
+    @classmethod
+    def of(cls, taints: list[Taint]) -> TopicTaints:
+        return cls(
+            taints,
+            frozenset((t.key, t.effect) for t in taints),
+            tuple(t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in taints),
+        )
 
 
 def format_time(t: datetime) -> str:
@@ -274,7 +293,7 @@ class SchedulerProcessor:
         self.fleet = self.engine.fleet
         self.published: dict[str, Published] = {}
         self._raw_clusters: dict[str, dict[str, Any]] = {}
-        self._topic_taints: dict[str, list[Taint]] = {}
+        self._topic_taints: dict[str, TopicTaints] = {}
         self._bindings_by_set: dict[str, set[str]] = {}  # set name -> namespaces binding it
         self._by_namespace: dict[str, set[str]] = {}
         self._reads: dict[str, Reads] = {}
@@ -386,7 +405,7 @@ class SchedulerProcessor:
             self._topic_taints.pop(key, None)
         else:
             try:
-                self._topic_taints[key] = TaintSet.model_validate(value).taints
+                self._topic_taints[key] = TopicTaints.of(TaintSet.model_validate(value).taints)
             except ValidationError as e:
                 problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
                 raise InvalidRecord(f"taints/{key}: {problems}") from None
@@ -399,21 +418,28 @@ class SchedulerProcessor:
         """Effective taints = spec.taints ∪ the taints topic; the topic wins on key+effect (design).
         `parsed`: the stored object already parsed, used as it is when the topic adds no taints."""
         raw = self._raw_clusters[name]
-        extra = self._topic_taints.get(name)
-        if not extra and parsed is not None:
+        topic = self._topic_taints.get(name)
+        if (topic is None or not topic.taints) and parsed is not None:
             self.fleet.upsert_cluster(parsed, raw)
             return
-        if extra:
-            theirs = {(t.key, t.effect) for t in extra}
+        merged: ManagedCluster | None = None
+        if topic is not None and topic.taints:
             spec = dict(raw.get("spec") or {})
             own = [
-                t for t in spec.get("taints") or [] if (t.get("key", ""), t.get("effect", "")) not in theirs
+                t
+                for t in spec.get("taints") or []
+                if (t.get("key", ""), t.get("effect", "")) not in topic.keys
             ]
-            spec["taints"] = own + [
-                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in extra
-            ]
+            spec["taints"] = own + [dict(doc) for doc in topic.docs]
             raw = {**raw, "spec": spec}
-        obj = parse_object(raw, f"clusters/{name}")
+            if parsed is not None:
+                # only the spec differs from the object parsed from the record: parse that alone
+                # (a failure, which valid parts cannot give, is left to the whole parse below)
+                try:
+                    merged = parsed.model_copy(update={"spec": ManagedClusterSpec.model_validate(spec)})
+                except ValidationError:
+                    merged = None
+        obj = merged if merged is not None else parse_object(raw, f"clusters/{name}")
         assert isinstance(obj, ManagedCluster)
         self.fleet.upsert_cluster(obj, raw)
 
