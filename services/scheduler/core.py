@@ -28,6 +28,7 @@ from shared.api.ocm import (
     ManagedCluster,
     ManagedClusterSet,
     ManagedClusterSetBinding,
+    ManagedClusterSpec,
     Placement,
     Taint,
 )
@@ -54,6 +55,24 @@ class InvalidRecord(ValueError):
 
 class TaintSet(BaseModel):
     taints: list[Taint] = []
+
+
+@dataclass(frozen=True, slots=True)
+class TopicTaints:
+    """One cluster's taints from the taints topic, with what merging them into each version of
+    the cluster reads, worked out once per taints record rather than once per cluster record."""
+
+    taints: list[Taint]
+    keys: frozenset[tuple[str, str]]  # (key, effect): the topic's taint wins over the object's
+    docs: tuple[dict[str, Any], ...]  # as written in a ManagedCluster's spec.taints
+
+    @classmethod
+    def of(cls, taints: list[Taint]) -> TopicTaints:
+        return cls(
+            taints,
+            frozenset((t.key, t.effect) for t in taints),
+            tuple(t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in taints),
+        )
 
 
 def format_time(t: datetime) -> str:
@@ -274,7 +293,7 @@ class SchedulerProcessor:
         self.fleet = self.engine.fleet
         self.published: dict[str, Published] = {}
         self._raw_clusters: dict[str, dict[str, Any]] = {}
-        self._topic_taints: dict[str, list[Taint]] = {}
+        self._topic_taints: dict[str, TopicTaints] = {}
         self._bindings_by_set: dict[str, set[str]] = {}  # set name -> namespaces binding it
         self._by_namespace: dict[str, set[str]] = {}
         self._reads: dict[str, Reads] = {}
@@ -307,8 +326,9 @@ class SchedulerProcessor:
             raise InvalidRecord(f"{topic}: expected kind {kind}, got {value.get('kind')!r}")
         try:
             # the API server's defaults and validation, so the bus means what a cluster would
-            admitted = admit(value, f"{topic}/{key}")
-            obj = parse_object(admitted, f"{topic}/{key}")
+            where = f"{topic}/{key}"
+            admitted = admit(value, where)
+            obj = parse_object(admitted, where)
         except ObjectError as e:
             raise InvalidRecord(str(e)) from None
         meta = obj.metadata
@@ -337,10 +357,10 @@ class SchedulerProcessor:
             old = self.fleet.clusters.get(key)
             self._raw_clusters[key] = admitted
             self._refresh_cluster(key, obj)
-            self._dirty_for_cluster(key, old, Trigger("cluster", key))
+            self._dirty_for_cluster(key, old, "cluster")
         elif isinstance(obj, AddOnPlacementScore):
             self.fleet.upsert_score(obj)
-            self._dirty_for_score(obj.metadata.namespace, obj.metadata.name, Trigger("score", key))
+            self._dirty_for_score(obj.metadata.namespace, obj.metadata.name)
         elif isinstance(obj, ManagedClusterSet):
             self.fleet.upsert_set(obj)
             self._dirty_for_set(key, Trigger("clusterset", key))
@@ -359,11 +379,11 @@ class SchedulerProcessor:
             self._raw_clusters.pop(key, None)
             self.fleet.delete_cluster(key)
             if old is not None:
-                self._dirty_for_cluster(key, old, Trigger("cluster", key))
+                self._dirty_for_cluster(key, old, "cluster")
         elif topic == "scores":
             ns, name = self._split(key)
             self.fleet.delete_score(ns, name)
-            self._dirty_for_score(ns, name, Trigger("score", key))
+            self._dirty_for_score(ns, name)
         elif topic == "clustersets":
             self.fleet.delete_set(key)
             self._dirty_for_set(key, Trigger("clusterset", key))
@@ -385,34 +405,41 @@ class SchedulerProcessor:
             self._topic_taints.pop(key, None)
         else:
             try:
-                self._topic_taints[key] = TaintSet.model_validate(value).taints
+                self._topic_taints[key] = TopicTaints.of(TaintSet.model_validate(value).taints)
             except ValidationError as e:
                 problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
                 raise InvalidRecord(f"taints/{key}: {problems}") from None
         if key in self._raw_clusters:
             before = self.fleet.clusters.get(key)
             self._refresh_cluster(key)
-            self._dirty_for_cluster(key, before, Trigger("taint", key))
+            self._dirty_for_cluster(key, before, "taint")
 
     def _refresh_cluster(self, name: str, parsed: ManagedCluster | None = None) -> None:
         """Effective taints = spec.taints ∪ the taints topic; the topic wins on key+effect (design).
         `parsed`: the stored object already parsed, used as it is when the topic adds no taints."""
         raw = self._raw_clusters[name]
-        extra = self._topic_taints.get(name)
-        if not extra and parsed is not None:
+        topic = self._topic_taints.get(name)
+        if (topic is None or not topic.taints) and parsed is not None:
             self.fleet.upsert_cluster(parsed, raw)
             return
-        if extra:
-            theirs = {(t.key, t.effect) for t in extra}
+        merged: ManagedCluster | None = None
+        if topic is not None and topic.taints:
             spec = dict(raw.get("spec") or {})
             own = [
-                t for t in spec.get("taints") or [] if (t.get("key", ""), t.get("effect", "")) not in theirs
+                t
+                for t in spec.get("taints") or []
+                if (t.get("key", ""), t.get("effect", "")) not in topic.keys
             ]
-            spec["taints"] = own + [
-                t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in extra
-            ]
+            spec["taints"] = own + [dict(doc) for doc in topic.docs]
             raw = {**raw, "spec": spec}
-        obj = parse_object(raw, f"clusters/{name}")
+            if parsed is not None:
+                # only the spec differs from the object parsed from the record: parse that alone
+                # (a failure, which valid parts cannot give, is left to the whole parse below)
+                try:
+                    merged = parsed.model_copy(update={"spec": ManagedClusterSpec.model_validate(spec)})
+                except ValidationError:
+                    merged = None
+        obj = merged if merged is not None else parse_object(raw, f"clusters/{name}")
         assert isinstance(obj, ManagedCluster)
         self.fleet.upsert_cluster(obj, raw)
 
@@ -496,23 +523,26 @@ class SchedulerProcessor:
             # one broken set: fall back to every set (OCM enqueues nothing at all; we do better)
             return list(self.fleet.sets)
 
-    def _dirty_for_cluster(self, name: str, old: ClusterInfo | None, trigger: Trigger) -> None:
+    def _dirty_for_cluster(self, name: str, old: ClusterInfo | None, kind: str) -> None:
         """spec §9.1, narrowed: a set whose membership changed enqueues every placement bound to
-        it; otherwise only placements that read what changed (see `ClusterChange`)."""
+        it; otherwise only placements that read what changed (see `ClusterChange`). The trigger
+        (`kind`, `name`) is made here, only when something changed."""
         new = self.fleet.clusters.get(name)
         new_sets = set(self._sets_of(new.labels if new else None))
         old_sets = set(self._sets_of(old.labels if old else None))
         change = ClusterChange.between(old, new)
         if change.nothing:
             return
+        trigger = Trigger(kind, name)
         for s in sorted(new_sets | old_sets):
             moved = s in new_sets ^ old_sets
             self._dirty_for_set(s, trigger, None if moved else change)
 
-    def _dirty_for_score(self, cluster: str, resource: str, trigger: Trigger) -> None:
+    def _dirty_for_score(self, cluster: str, resource: str) -> None:
         info = self.fleet.clusters.get(cluster)
         if info is None:
             return
+        trigger = Trigger("score", f"{cluster}/{resource}")  # the record's key
         namespaces: set[str] = set()
         for s in self._sets_of(info.labels):
             namespaces.update(self._bindings_by_set.get(s, ()))

@@ -11,8 +11,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    Strict,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 GROUP = "cluster.open-cluster-management.io"
 CLUSTERSET_LABEL = f"{GROUP}/clusterset"
@@ -41,6 +53,31 @@ def _quantity_text(v: Any) -> Any:
     return v
 
 
+class _QuantityText:
+    """A Quantity field: a string as it is, or a JSON number as its text (`_quantity_text`).
+
+    Same values and errors as `Annotated[str, BeforeValidator(_quantity_text)]`, but a string
+    (nearly every quantity) is taken by the first branch without a Python call; only what is not
+    a string goes through the conversion, and a failure is the one string error either way."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.union_schema(
+            [
+                core_schema.str_schema(),
+                core_schema.no_info_before_validator_function(_quantity_text, core_schema.str_schema()),
+            ],
+            mode="left_to_right",
+            custom_error_type="string_type",
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(core_schema.str_schema())
+
+
 def _aware(v: datetime) -> datetime:
     # metav1.Time is UTC on the wire; a timestamp without an offset is read as UTC
     return v.replace(tzinfo=UTC) if v.tzinfo is None else v
@@ -51,7 +88,7 @@ Time = Annotated[datetime, AfterValidator(_aware)]
 # true are decode errors there, so they are validation errors here too.
 GoInt = Annotated[int, Strict()]
 StrMap = Annotated[dict[str, str], BeforeValidator(_null_to_empty_dict)]
-Quantity = Annotated[str, BeforeValidator(_quantity_text)]
+Quantity = Annotated[str, _QuantityText]
 QuantityMap = Annotated[dict[str, Quantity], BeforeValidator(_null_to_empty_dict)]
 
 

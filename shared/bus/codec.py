@@ -89,10 +89,11 @@ def check_key(record: Record, *, required: bool = True) -> str | None:
         if required:
             raise InvalidKeyError("record has no key")
         return None
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidKeyError("key is not valid UTF-8") from None
+    if not key.isascii():  # ASCII (nearly every key) is UTF-8: no encoding to try
+        try:
+            key.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidKeyError("key is not valid UTF-8") from None
     if required and not key:
         raise InvalidKeyError("record key is empty")
     return key
@@ -120,7 +121,9 @@ def decode_json(
     raw: bytes | bytearray | memoryview | str, limits: DecodeLimits = DEFAULT_LIMITS
 ) -> JSONValue:
     """Parse JSON within the limits; DecodeError (a subclass) says what is wrong."""
-    size = len(raw.encode("utf-8")) if isinstance(raw, str) else len(raw)
+    # a str is encoded once, bytes (what records carry) are used as they are
+    text = raw.encode("utf-8") if isinstance(raw, str) else raw
+    size = len(text)
     if size > limits.max_record_bytes:
         raise RecordTooLargeError(f"value is {size} bytes, above the limit of {limits.max_record_bytes}")
     try:
@@ -132,7 +135,8 @@ def decode_json(
         raise MalformedJSONError(f"value is not valid JSON: {exc}") from None
     # nesting needs one bracket per level: with fewer brackets than the limit in the whole text,
     # the walk cannot find anything (most records), so skip it
-    text = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)
+    if type(text) is not bytes:
+        text = bytes(text)
     if text.count(b"[") + text.count(b"{") > limits.max_depth:
         _check_depth(value, limits.max_depth)
     return value
@@ -166,7 +170,7 @@ def decode_record(record: Record, limits: DecodeLimits = DEFAULT_LIMITS) -> Deco
     """Key (required, UTF-8) and object value (or tombstone) of a record, or a DecodeError."""
     key = check_key(record)
     assert key is not None
-    return DecodedRecord(record=record, key=key, value=decode_object(record.value, limits))
+    return DecodedRecord(record, key, decode_object(record.value, limits))
 
 
 __all__ = [

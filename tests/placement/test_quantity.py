@@ -12,6 +12,7 @@ import math
 
 import pytest
 
+from shared.api.objects import ObjectError, parse_object
 from shared.api.ocm import ManagedCluster
 from shared.placement.quantity import InvalidQuantity, approximate_float
 
@@ -149,6 +150,21 @@ def test_quantities_written_as_json_numbers_are_read_as_their_text(raw: object, 
         {"metadata": {"name": "c1"}, "status": {"allocatable": {"memory": raw}, "capacity": {"memory": raw}}}
     )
     assert cluster.status.allocatable["memory"] == text
+
+
+@pytest.mark.parametrize(("raw", "text"), [(2.5, "2.5"), (2.0, "2"), (1e20, "100000000000000000000")])
+def test_fractional_json_numbers_are_read_as_their_shortest_text(raw: float, text: str) -> None:
+    cluster = ManagedCluster.model_validate({"status": {"capacity": {"cpu": raw}}})
+    assert cluster.status.capacity["cpu"] == text
+
+
+@pytest.mark.parametrize("raw", [True, [1], {"value": 1}])
+def test_a_quantity_that_is_neither_text_nor_number_is_one_string_error_at_its_key(raw: object) -> None:
+    with pytest.raises(ObjectError) as caught:
+        parse_object({"kind": "ManagedCluster", "status": {"allocatable": {"cpu": raw}}}, "clusters/c1")
+    assert str(caught.value) == (
+        "clusters/c1: ManagedCluster: status.allocatable.cpu: Input should be a valid string"
+    )
 
 
 def test_json_number_quantities_score_like_their_strings() -> None:

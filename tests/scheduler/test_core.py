@@ -223,6 +223,33 @@ def test_a_cluster_record_keeps_the_taints_topic_whether_or_not_the_topic_has_an
     assert [t.key for t in p.fleet.clusters["c1"].taints] == ["own"]
 
 
+def test_a_cluster_record_with_topic_taints_is_stored_as_its_merged_document_would_parse() -> None:
+    p = SchedulerProcessor()
+    topic = {"key": "maintenance", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}
+    p.apply("taints", "c1", {"taints": [topic]})
+    record = cluster(
+        "c1",
+        {"tier": "gold"},
+        [{"key": "maintenance", "effect": "NoSelect"}, {"key": "own", "effect": "NoSelect"}],
+    )
+    record["spec"]["hubAcceptsClient"] = True
+    record["status"] = {"allocatable": {"cpu": 4}, "capacity": {"cpu": "8"}}
+    p.apply("clusters", "c1", record)
+    # the topic's taint replaces the object's on the same key and effect, written as Taint dumps it
+    merged = {
+        **record,
+        "spec": {
+            "hubAcceptsClient": True,
+            "taints": [{"key": "own", "effect": "NoSelect"}, {**topic, "value": ""}],
+        },
+    }
+    stored = p.fleet.clusters["c1"]
+    expected = parse_object(merged)
+    assert stored.raw == merged and stored.obj == expected and stored.cpu == 4.0
+    assert stored.obj.model_fields_set == expected.model_fields_set
+    assert stored.obj.spec.model_fields_set == expected.spec.model_fields_set
+
+
 def _scored(p: SchedulerProcessor, values: dict[str, int]) -> None:
     for c, v in values.items():
         p.apply(
