@@ -78,16 +78,17 @@ class SharedRuns:
 
 
 def expected_of(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The compared fields of a recorded diff, with the worker's defaults filled in."""
+    """The compared fields of a recorded diff, with the worker's defaults filled in (the
+    record's own lists and mappings: nothing writes to them)."""
     return {
         "deleted": bool(record.get("deleted", False)),
         "generation": record.get("generation", 0),
-        "decisions": list(record.get("decisions") or []),
-        "groups": list(record.get("groups") or []),
-        "status": dict(record.get("status") or {}),
-        "scores": dict(record.get("scores") or {}),
-        "added": list(record.get("added") or []),
-        "removed": list(record.get("removed") or []),
+        "decisions": record.get("decisions") or [],
+        "groups": record.get("groups") or [],
+        "status": record.get("status") or {},
+        "scores": record.get("scores") or {},
+        "added": record.get("added") or [],
+        "removed": record.get("removed") or [],
         "sortBy": record.get("sortBy"),
     }
 
@@ -140,7 +141,7 @@ def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns 
             "numberOfSelectedClusters": result.number_selected,
             "conditions": [c.to_json() for c in result.conditions],
         },
-        "scores": dict(sorted(result.scores_of(new | (new ^ old)).items())),
+        "scores": result.scores_of(new | old),  # compared as a mapping: sorted only for reports
         "added": sorted(new - old),
         "removed": sorted(old - new),
         "sortBy": "Score" if placement.spec.sort_by == "Score" else None,
@@ -154,6 +155,11 @@ def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns 
 
 def differing(expected: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
     return [f for f in COMPARED if expected.get(f) != recomputed.get(f)]
+
+
+def _shown(field_name: str, value: Any) -> Any:
+    """A compared field as a report shows it: scores by cluster name."""
+    return dict(sorted(value.items())) if field_name == "scores" and isinstance(value, dict) else value
 
 
 @dataclass
@@ -184,8 +190,8 @@ class Mismatch:
             "trigger": dict(self.trigger),
             "fields": self.fields,
             "reason": self.reason,
-            "expected": {f: self.expected[f] for f in self.fields},
-            "recomputed": {f: self.recomputed.get(f) for f in self.fields},
+            "expected": {f: _shown(f, self.expected[f]) for f in self.fields},
+            "recomputed": {f: _shown(f, self.recomputed.get(f)) for f in self.fields},
             "clusters": self.clusters,
             "inputs": self.inputs,
         }
