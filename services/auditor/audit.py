@@ -117,7 +117,7 @@ def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns 
     signature: tuple[Any, ...] | None = None
     if shared is not None:
         fleet = processor.fleet
-        signature = (run_signature(placement, fleet, now, processor.engine.options), tuple(sorted(old)))
+        signature = (run_signature(placement, fleet, now, processor.engine.options), frozenset(old))
         hit = shared.get(fleet, now, signature)
         if hit is not None:
             return Recomputed(

@@ -185,26 +185,32 @@ def run_signature(
     NoSelectIfNew tolerations, requeue); every placement's decision counts — as the decisions
     version — only when Balance is configured; `now` and the engine options."""
     meta = placement.metadata
-    cache_key = ("spec-json", placement.key)
+    options = options or DEFAULT_OPTIONS
+    cache_key = ("run-signature", placement.key)
     hit = fleet.cache.get(cache_key)
-    if hit is None or hit[0] is not placement:
-        hit = fleet.cache[cache_key] = (placement, placement.spec.model_dump_json())
-    try:
-        balance = _plan(placement, fleet, options or DEFAULT_OPTIONS).balance is not None
-    except WeightError:
-        balance = False  # the run aborts before any prioritizer reads the decisions
+    if hit is None or hit[0] is not placement or hit[1] != options:
+        try:
+            balance = _plan(placement, fleet, options).balance is not None
+        except WeightError:
+            balance = False  # the run aborts before any prioritizer reads the decisions
+        # what the Placement object alone decides, worked out once per object
+        alone = (
+            meta.namespace,
+            placement.spec.model_dump_json(),
+            meta.deletion_timestamp is not None,
+            meta.annotations.get(DISABLE_ANNOTATION) == "true",
+            options,
+        )
+        hit = fleet.cache[cache_key] = (placement, options, alone, balance)
+    _, _, alone, balance = hit
     return (
-        meta.namespace,
-        hit[1],
-        meta.deletion_timestamp is not None,
-        meta.annotations.get(DISABLE_ANNOTATION) == "true",
+        alone,
         fleet.version,
         fleet.score_version,
-        tuple(sorted(fleet.bindings.get(meta.namespace, ()))),
-        tuple(sorted(fleet.decisions.own(meta.namespace, meta.name).items())),
+        frozenset(fleet.bindings.get(meta.namespace, ())),
+        frozenset(fleet.decisions.own(meta.namespace, meta.name).items()),
         fleet.decisions.version if balance else None,
         now,
-        options or DEFAULT_OPTIONS,
     )
 
 
@@ -222,7 +228,7 @@ def _decision_groups(
 def forget(fleet: Fleet, key: str) -> None:
     """Drop what is kept for one placement across schedules (it was deleted)."""
     fleet.cache.pop(("weights", key), None)
-    fleet.cache.pop(("spec-json", key), None)
+    fleet.cache.pop(("run-signature", key), None)
     forget_compiled(fleet, key)
 
 

@@ -151,3 +151,7 @@ def test_a_signature_moves_with_what_the_run_reads() -> None:
     raw = cluster("c4", allocatable={"cpu": "3"}, capacity={"cpu": "64"})
     apply_object(fleet, parse_object(raw), raw)
     assert sig("ns1/b") != before
+    before = sig("ns1/b")
+    raw = binding("east", "ns1")  # bindings carry no version: the signature lists them
+    apply_object(fleet, parse_object(raw), raw)
+    assert sig("ns1/b") != before
