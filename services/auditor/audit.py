@@ -228,6 +228,7 @@ class AuditReport:
     per_placement: dict[str, Tally] = field(default_factory=dict)
     queues: QueueAuditReport = field(default_factory=QueueAuditReport)
     rebuilds: int = 0
+    shared: int = 0  # reproduced decisions whose recomputation was an alike placement's run
 
     @property
     def ok(self) -> bool:
@@ -240,6 +241,7 @@ class AuditReport:
             "ok": self.ok,
             "records": self.records,
             "batches": self.batches,
+            "sharedRuns": self.shared,
             "checked": self.checked,
             "reproduced": self.reproduced,
             "mismatched": len(self.mismatches),
@@ -389,6 +391,7 @@ class Checker:
         if not fields:
             tally.reproduced += 1
             report.reproduced += 1
+            report.shared += recomputed.shared
             return
         reason, clusters, inputs = analyse(replay, record, recomputed, fields)
         report.mismatches.append(
@@ -417,6 +420,7 @@ class Checker:
         report.mismatches.extend(other.mismatches)
         report.warnings.extend(other.warnings)
         report.rebuilds += other.rebuilds
+        report.shared += other.shared
         for key, tally in other.per_placement.items():
             mine = report.per_placement.setdefault(key, Tally())
             mine.checked += tally.checked

@@ -147,7 +147,8 @@ def _print_report(report: AuditReport) -> None:
         f"[red]{bad}[/red]" if bad else "0",
     )
     console.print(table)
-    console.print(f"{report.records} records, {report.batches} batches")
+    shared = f", {report.shared} reproduced by an alike placement's run" if report.shared else ""
+    console.print(f"{report.records} records, {report.batches} batches{shared}")
     for m in report.mismatches:
         console.print(
             f"[red]✘[/red] {m.placement} seq {m.seq} ({m.evaluated_at}, decisions/{m.partition}@{m.offset}): {m.reason}"

@@ -385,9 +385,11 @@ def test_placements_that_cannot_differ_are_recomputed_once_and_a_forged_one_is_s
     twins = [d for d in worker.diffs if "twin" in d["placement"]]
     assert checker.report.ok and checker.report.checked == len(worker.diffs)
     assert checker.shared is not None and checker.shared.hits == len(twins) * 2 // 3 > 0
+    assert checker.report.shared == checker.shared.hits
     alone = Checker(shared=None)
     Auditor(history).walk(alone.visit, alone.select)
-    assert alone.report.to_json() == checker.report.to_json()
+    assert alone.report.shared == 0
+    assert {**alone.report.to_json(), "sharedRuns": 0} == {**checker.report.to_json(), "sharedRuns": 0}
 
     # the second twin's last decision forged: its recomputed diff is the first twin's, and it is
     # reported with an explanation from its own run

@@ -186,6 +186,7 @@ async def _measure(bootstrap: str, worker: OfflineWorker) -> dict[str, Any]:
         "ratio": round((read / read_s) / (read / audit_s), 2),
         "decisions_per_second": round(report.checked / audit_s, 1),
         "jobs": JOBS,
+        "shared_runs": report.shared,
         "read_history_s": round(loaded_s, 3),
         "replay_and_compare_s": round(audit_s - loaded_s, 3),
     }
