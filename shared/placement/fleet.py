@@ -60,6 +60,32 @@ def _resource(cluster: ManagedCluster, key: str) -> float | None:
         return None
 
 
+class _ChangeLog:
+    """(version, slot) changes in version order, halved when it grows long."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[int, int]] = []
+        self._base = 0  # the oldest version whose changes it still holds
+
+    def add(self, version: int, slot: int, capacity: int) -> None:
+        entries = self._entries
+        entries.append((version, slot))
+        if len(entries) > 4 * max(capacity, 1024):
+            self._base = entries[len(entries) // 2][0]
+            del entries[: len(entries) // 2]
+
+    def since(self, version: int) -> list[int] | None:
+        """Slots changed after `version`, or None when the log no longer reaches that far."""
+        if version < self._base:
+            return None
+        out: list[int] = []
+        for v, s in reversed(self._entries):
+            if v <= version:
+                break
+            out.append(s)
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterInfo:
     """What scheduling needs of one ManagedCluster version, computed once."""
@@ -302,12 +328,10 @@ class Fleet:
     _slot: dict[str, int] = field(default_factory=dict)
     _names: list[str | None] = field(default_factory=list)
     _free: list[int] = field(default_factory=list)
-    _log: list[tuple[int, int]] = field(default_factory=list)  # (version, slot) changes
-    _log_base: int = 0
+    _log: _ChangeLog = field(default_factory=_ChangeLog)  # every slot change
     # the changes that can move a label or claim selector's verdict: labels or claims changed, a
     # slot taken or freed (most cluster updates are status heartbeats, which leave them alone)
-    _label_log: list[tuple[int, int]] = field(default_factory=list)
-    _label_log_base: int = 0
+    _label_log: _ChangeLog = field(default_factory=_ChangeLog)
     _rank_version: int = -1
     _names_version: int = 0
     alive: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
@@ -394,13 +418,6 @@ class Fleet:
         kept[(id(anchor), key)] = (anchor, value)
         return value
 
-    def has_taints(self) -> bool:
-        """Whether any cluster carries a taint (kept per fleet version)."""
-        kept = self.cache.get("has-taints")
-        if kept is None or kept[0] != self.version:
-            kept = self.cache["has-taints"] = (self.version, bool(self.tainted.any()))
-        return bool(kept[1])
-
     def slot_of(self, name: str) -> int | None:
         return self._slot.get(name)
 
@@ -411,21 +428,19 @@ class Fleet:
 
     def _touch(self, slot: int, relabelled: bool = True) -> None:
         self.version += 1
-        self._log_base = _logged(self._log, self._log_base, self.version, slot, self._capacity)
+        self._log.add(self.version, slot, self._capacity)
         if relabelled:
-            self._label_log_base = _logged(
-                self._label_log, self._label_log_base, self.version, slot, self._capacity
-            )
+            self._label_log.add(self.version, slot, self._capacity)
 
     def changed_since(self, version: int) -> list[int] | None:
         """Slots changed after `version`, or None when the log no longer reaches that far."""
-        return _since(self._log, self._log_base, version)
+        return self._log.since(version)
 
     def labels_changed_since(self, version: int) -> list[int] | None:
         """Slots whose labels or claims may differ from what they were at `version` (taken, freed
         or relabelled since), or None when the log no longer reaches that far. What a label or
         claim selector concludes about every other slot still holds."""
-        return _since(self._label_log, self._label_log_base, version)
+        return self._label_log.since(version)
 
     @property
     def rank(self) -> IntArray:
@@ -716,27 +731,6 @@ class Fleet:
 
     def delete_placement(self, key: str) -> None:
         self.placements.pop(key, None)
-
-
-def _logged(log: list[tuple[int, int]], base: int, version: int, slot: int, capacity: int) -> int:
-    """Append a change to a (version, slot) log, halving it when it grows long; the new base (the
-    oldest version it still reaches back to)."""
-    log.append((version, slot))
-    if len(log) > 4 * max(capacity, 1024):
-        base = log[len(log) // 2][0]
-        del log[: len(log) // 2]
-    return base
-
-
-def _since(log: list[tuple[int, int]], base: int, version: int) -> list[int] | None:
-    if version < base:
-        return None
-    out: list[int] = []
-    for v, s in reversed(log):
-        if v <= version:
-            break
-        out.append(s)
-    return out
 
 
 def epoch(t: datetime) -> float:

@@ -332,13 +332,9 @@ def schedule(
             selected = tuple(slot_names[slots[top]].tolist())
             selected_totals = tuple(scored.totals_of(top))
         unscheduled = (n - len(selected)) if n is not None else 0
-        requeue = (
-            # only tainted clusters can requeue: the earliest expiry among the own ones
-            requeue_time(
-                fleet.clusters, fleet.tainted_names.intersection(own), placement.spec.tolerations, now
-            )
-            if fleet.has_taints()
-            else None
+        # only tainted clusters can requeue: the earliest expiry among the own ones
+        requeue = requeue_time(
+            fleet.clusters, fleet.tainted_names.intersection(own), placement.spec.tolerations, now
         )
 
     by_score = None
