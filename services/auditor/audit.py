@@ -55,16 +55,15 @@ class SharedRuns:
     state's values only: it is emptied when the fleet, its versions or `now` move on."""
 
     hits: int = 0
+    _fleet: Any = None  # the state the table holds values of: this fleet, at these versions and now
     _state: tuple[Any, ...] = ()
-    _fleet: Any = None
     _values: dict[tuple[Any, ...], Recomputed] = field(default_factory=dict)
 
     def _at(self, fleet: Any, now: datetime) -> None:
-        state = (id(fleet), fleet.version, fleet.score_version, now)
-        if state != self._state:
+        state = (fleet.version, fleet.score_version, now)
+        if fleet is not self._fleet or state != self._state:
             self._values.clear()
-            self._state = state
-            self._fleet = fleet  # holds it: its id cannot be reused while the table refers to it
+            self._fleet, self._state = fleet, state
 
     def get(self, fleet: Any, now: datetime, signature: tuple[Any, ...]) -> Recomputed | None:
         self._at(fleet, now)
@@ -412,6 +411,11 @@ class Checker:
             )
         )
 
+    def took(self, auditor: Auditor) -> None:
+        """What a walk by `auditor` reports beside the checks: its warnings and rebuilds."""
+        self.report.warnings = auditor.warnings
+        self.report.rebuilds = auditor.rebuilds
+
     def merge(self, other: AuditReport) -> None:
         """Add a later chunk's checks (chunks are merged in replay order)."""
         report = self.report
@@ -469,8 +473,7 @@ def audit(
     with _collection_off():
         if not check_in_parallel(auditor, checker, jobs, progress):
             auditor.walk(checker.visit, checker.select, progress=progress)
-            checker.report.warnings = auditor.warnings
-            checker.report.rebuilds = auditor.rebuilds
+            checker.took(auditor)
     report = checker.report
     report.records = history.records_read
     report.batches = len(auditor.batches)

@@ -59,8 +59,7 @@ def _check_stretch(
             done.value = count
 
         auditor.walk(checker.visit, checker.select, progress=progress, batches=batches[start:stop])
-        checker.report.warnings = auditor.warnings
-        checker.report.rebuilds = auditor.rebuilds
+        checker.took(auditor)
         out.send(("ok", checker.report))
     except BaseException:
         out.send(("error", traceback.format_exc()))
@@ -98,19 +97,17 @@ def check_in_parallel(auditor: Auditor, checker: Checker, jobs: int, progress: P
         first_start, first_stop = ranges[0]
         mine = 0
 
-        def walked(count: int, _total: int) -> None:
+        def walked(count: int, _total: int = 0) -> None:
             nonlocal mine
             mine = count
             if progress is not None:
                 progress(mine + sum(d.value for _, _, d in running), total)
 
         auditor.walk(checker.visit, checker.select, progress=walked, batches=batches[first_start:first_stop])
-        checker.report.warnings = auditor.warnings
-        checker.report.rebuilds = auditor.rebuilds
+        checker.took(auditor)
         for process, receive, _ in running:
             while not receive.poll(0.2):
-                if progress is not None:
-                    progress(mine + sum(d.value for _, _, d in running), total)
+                walked(mine)
                 if not process.is_alive() and not receive.poll(0):
                     raise RuntimeError(f"audit process {process.pid} died with exit code {process.exitcode}")
             status, payload = receive.recv()
