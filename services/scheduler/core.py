@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from shared.api.admission import admit
 from shared.api.objects import ObjectError, parse_object
@@ -31,6 +31,7 @@ from shared.api.ocm import (
     ManagedClusterSpec,
     Placement,
     Taint,
+    TaintSet,
 )
 from shared.placement import PlacementEngine, ScheduleResult
 from shared.placement.fleet import ClusterInfo, SetSelectorError
@@ -51,10 +52,6 @@ STATE_TOPICS: dict[str, str] = {
 
 class InvalidRecord(ValueError):
     """A record that cannot be applied; the reason goes to the dead-letter topic."""
-
-
-class TaintSet(BaseModel):
-    taints: list[Taint] = []
 
 
 @dataclass(frozen=True, slots=True)

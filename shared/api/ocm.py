@@ -375,3 +375,9 @@ OcmObject = (
     | PlacementDecision
     | AddOnPlacementScore
 )
+
+
+class TaintSet(BaseModel):
+    """A record of the taints topic."""
+
+    taints: list[Taint] = []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -106,27 +106,17 @@ class ClusterInfo:
         for claim in cluster.status.cluster_claims:  # spec §4.1.2: later duplicates overwrite
             claims[claim.name] = claim.value
         meta = cluster.metadata
-        # One is made per cluster record. The frozen dataclass __init__ sets each field through
-        # object.__setattr__ by name; setting the slots through their descriptors makes the same
-        # object in half the time.
-        info = object.__new__(cls)
-        name, labels, claims_, terminating, taints, cpu, memory, obj, raw_ = _SET_INFO_SLOTS
-        name(info, meta.name)
-        labels(info, meta.labels)
-        claims_(info, claims)
-        terminating(info, meta.deletion_timestamp is not None)
-        taints(info, tuple(cluster.spec.taints))
-        cpu(info, _resource(cluster, "cpu"))
-        memory(info, _resource(cluster, "memory"))
-        obj(info, cluster)
-        raw_(info, raw)
-        return info
-
-
-# in field order: what ClusterInfo.of sets
-_SET_INFO_SLOTS: tuple[Callable[[ClusterInfo, Any], None], ...] = tuple(
-    getattr(ClusterInfo, f.name).__set__ for f in fields(ClusterInfo)
-)
+        return cls(
+            meta.name,
+            meta.labels,
+            claims,
+            meta.deletion_timestamp is not None,
+            tuple(cluster.spec.taints),
+            _resource(cluster, "cpu"),
+            _resource(cluster, "memory"),
+            cluster,
+            raw,
+        )
 
 
 @dataclass

@@ -129,8 +129,8 @@ def build_groups(
                 if sel.claim_selector is not None
                 else EVERYTHING
             )
-        except SelectorError as e:
-            return groups, str(e)
+        except SelectorError as error:
+            return groups, str(error)
         matched = [
             n
             for n in selected

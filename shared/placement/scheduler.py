@@ -271,8 +271,8 @@ def schedule(
     bindings, eligible = _eligible(placement, fleet)
     try:
         slots = fleet.candidates(eligible)
-    except SetSelectorError as e:  # spec §9.5: the sync fails, nothing is written
-        return skipped(f"cluster set selector: {e}")
+    except SetSelectorError as error:  # spec §9.5: the sync fails, nothing is written
+        return skipped(f"cluster set selector: {error}")
     available = slots
     ctx = ScheduleContext(placement, fleet, now, own, options)
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -47,16 +46,16 @@ class Totals:
 
     status: Status  # the run's status after scoring (a prioritizer's Warning, or an abort)
 
-    @cached_property
+    @property
     def totals(self) -> IntArray:
         raise NotImplementedError
 
-    @cached_property
+    @property
     def keys(self) -> IntArray:
         """Ascending = total descending, then name (spec §5.6)."""
         raise NotImplementedError
 
-    @cached_property
+    @property
     def rows(self) -> tuple[Row, ...]:
         raise NotImplementedError
 
@@ -84,11 +83,23 @@ class _Arrays(Totals):
         own_slots: list[int] | None = None,
     ) -> None:
         self.status = status
-        self.totals = totals
-        self.keys = keys
-        self.rows = rows
+        self._totals = totals
+        self._keys = keys
+        self._rows = rows
         self._slots = slots
         self._own_slots = own_slots or []
+
+    @property
+    def totals(self) -> IntArray:
+        return self._totals
+
+    @property
+    def keys(self) -> IntArray:
+        return self._keys
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return self._rows
 
     def known(self) -> dict[int, int]:
         """The totals of this placement's own clusters (asked for when it drops them), found in
@@ -320,6 +331,10 @@ class _Patched(Totals):
         self._own_balance = own_balance
         self._picked: list[tuple[int, int]] = []  # (key, index) of the last top(n) from the leaders
         self._top: list[int] | None = None  # and the list it returned
+        # the full arrays, built on first use
+        self._totals: IntArray | None = None
+        self._keys: IntArray | None = None
+        self._rows: tuple[Row, ...] | None = None
 
     def top(self, n: int | None) -> list[int]:
         if n is None:
@@ -361,17 +376,26 @@ class _Patched(Totals):
             out[self._at] = values
         return out
 
-    @cached_property
+    @property
     def totals(self) -> IntArray:
-        return self._patch(self._base.total, self._own_totals)
+        if self._totals is None:
+            self._totals = self._patch(self._base.total, self._own_totals)
+        return self._totals
 
-    @cached_property
+    @property
     def keys(self) -> IntArray:
-        assert self._base.keys is not None
-        return self._patch(self._base.keys, self._own_keys)
+        if self._keys is None:
+            assert self._base.keys is not None
+            self._keys = self._patch(self._base.keys, self._own_keys)
+        return self._keys
 
-    @cached_property
+    @property
     def rows(self) -> tuple[Row, ...]:
+        if self._rows is None:
+            self._rows = self._build_rows()
+        return self._rows
+
+    def _build_rows(self) -> tuple[Row, ...]:
         size = len(self._base.total)
         steady = np.zeros(size, dtype=np.int64)
         if self._at:

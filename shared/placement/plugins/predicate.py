@@ -65,8 +65,8 @@ def compile_predicates(predicates: Sequence[ClusterPredicate]) -> list[CompiledP
             for expr in exprs:
                 try:
                     cel.append(compile_cel(expr))
-                except CelCompileError as e:
-                    raise PredicateConfigError(str(e)) from e
+                except CelCompileError as error:
+                    raise PredicateConfigError(str(error)) from error
         key = orjson.dumps(p.model_dump(mode="json", by_alias=True), option=orjson.OPT_SORT_KEYS).decode()
         out.append(CompiledPredicate(key, labels, claims, tuple(cel)))
     return out
