@@ -3,55 +3,70 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NATIVE := $(VENV)/.native
+SOURCES := $(shell find shared services -name '*.py')
 
-.PHONY: test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit clean
+.PHONY: native test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --upgrade pip 'setuptools>=77' wheel
+	FLEETPLACE_PURE_PYTHON=1 $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-lint: $(STAMP)
+# The modules listed in shared/native.py compiled with mypyc, in place, rebuilt whenever a source
+# changes (a stale extension would shadow the edited .py). FLEETPLACE_PURE_PYTHON=1 builds none.
+$(NATIVE): $(STAMP) setup.py $(SOURCES)
+	find shared services -name '*.so' -delete
+	rm -rf build
+	$(BIN)/python -m pip install --quiet --no-build-isolation --no-deps -e .
+	touch $(NATIVE)
+
+native:
+	rm -f $(NATIVE)
+	$(MAKE) $(NATIVE)
+
+lint: $(NATIVE)
 	$(BIN)/ruff check shared services tests
 	$(BIN)/ruff format --check shared services tests
 
-typecheck: $(STAMP)
+typecheck: $(NATIVE)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(NATIVE)
 	$(BIN)/pytest
 
 test: lint typecheck unit
 
 # Fault injection on real processes (tests/faults): every scenario, figures as JSON lines.
-faults: $(STAMP)
+faults: $(NATIVE)
 	$(BIN)/pytest -m faults -s -p no:cacheprovider tests/faults
 
 # 100,000 hostile records into a scheduler worker (tests/fuzz), figures as a JSON line.
-fuzz: $(STAMP)
+fuzz: $(NATIVE)
 	$(BIN)/pytest -m slow -s -p no:cacheprovider tests/fuzz
 
 # 1,000,000 cluster updates at 5,000 clusters and 5,000 placements (tests/load); JSON lines.
-load: $(STAMP)
+load: $(NATIVE)
 	$(BIN)/python -m tests.load.scheduler
 
-demo: $(STAMP)
+demo: $(NATIVE)
 	$(BIN)/fleetplace demo
 
 bench: bench-engine bench-queues bench-e2e bench-audit
 
-bench-engine: $(STAMP)
+bench-engine: $(NATIVE)
 	$(BIN)/python -m tests.bench.engine
 
-bench-queues: $(STAMP)
+bench-queues: $(NATIVE)
 	$(BIN)/python -m tests.bench.queues
 
-bench-e2e: $(STAMP)
+bench-e2e: $(NATIVE)
 	$(BIN)/python -m tests.bench.e2e
 
-bench-audit: $(STAMP)
+bench-audit: $(NATIVE)
 	$(BIN)/python -m tests.bench.audit
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build
+	find shared services -name '*.so' -delete

@@ -7,12 +7,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from shared import native
 from shared.bus.topics import Topics
 from shared.testing import create_topics, embedded_broker_fixture, topic_prefix_fixture
 
 broker = embedded_broker_fixture(scope="session")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test compiled code older than its sources (see shared/native.py)."""
+    edited = native.stale(Path(__file__).resolve().parent.parent)
+    if edited:
+        shown = ", ".join(edited[:5]) + (f" and {len(edited) - 5} more" if len(edited) > 5 else "")
+        pytest.exit(
+            f"the compiled modules are older than {shown}: run `make native` (or any make target) "
+            f"to rebuild them, or build with {native.PURE_PYTHON_ENV}=1",
+            returncode=2,
+        )
+
+
 topic_prefix = topic_prefix_fixture()
 
 

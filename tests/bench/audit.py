@@ -28,6 +28,7 @@ import orjson
 
 from services.auditor import audit, read_history
 from services.auditor.history import INPUT_TOPICS
+from shared import native
 from shared.bus.kafka import BroadcastReader, make_producer, start_client
 from shared.bus.records import Record
 from shared.bus.topics import Topics, ensure_topics
@@ -189,6 +190,8 @@ async def _measure(bootstrap: str, worker: OfflineWorker) -> dict[str, Any]:
         "shared_runs": report.shared,
         "read_history_s": round(loaded_s, 3),
         "replay_and_compare_s": round(audit_s - loaded_s, 3),
+        # the modules of shared/native.py running compiled (0: a pure Python build)
+        "compiled_modules": len(native.compiled()),
     }
 
 

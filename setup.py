@@ -1,0 +1,35 @@
+"""Build: the modules listed in shared/native.py compiled with mypyc (see that file for why).
+
+Metadata lives in pyproject.toml; this file only adds the extension modules. The compiler runs
+mypy over the sources with the project's own configuration, so it needs mypy and the runtime
+dependencies importable: `make` installs those first, then builds with `--no-build-isolation`.
+Without mypy (an isolated build), or with FLEETPLACE_PURE_PYTHON=1, nothing is compiled and the
+package is the plain Python source.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+from setuptools import setup
+
+HERE = Path(__file__).resolve().parent
+NATIVE = runpy.run_path(str(HERE / "shared" / "native.py"))
+
+
+def extensions() -> list[object]:
+    if os.environ.get(NATIVE["PURE_PYTHON_ENV"], "").strip() not in ("", "0"):
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        print("fleetplace: mypy is not installed here; building the pure Python package", file=sys.stderr)
+        return []
+    paths = [NATIVE["path_of"](module) for module in NATIVE["MODULES"]]
+    return list(mypycify(paths, opt_level="3", group_name=NATIVE["GROUP"]))
+
+
+setup(ext_modules=extensions())
