@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from services.auditor.early import EarlyStretch
 from services.auditor.history import DecisionRecord, History, InvalidDecision
 from services.auditor.queues import QueueAuditReport, audit_app_placements
 from services.auditor.replay import SourceReplay
@@ -228,6 +229,7 @@ class AuditReport:
     queues: QueueAuditReport = field(default_factory=QueueAuditReport)
     rebuilds: int = 0
     shared: int = 0  # reproduced decisions whose recomputation was an alike placement's run
+    early_batches: int = 0  # checked by the process that started during the read (not in to_json)
 
     @property
     def ok(self) -> bool:
@@ -460,18 +462,20 @@ def audit(
     engine: EngineOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
     jobs: int = 1,
+    early: EarlyStretch | None = None,
 ) -> AuditReport:
     """Check every decision of the history (or of one placement, or evaluated since a time).
 
     `engine` must be the options the workers ran with (FLEETPLACE_PREFER_NO_SELECT): they are
     not recorded in the decisions. `jobs` > 1 checks contiguous stretches of the history in
-    that many processes (same result, see `parallel`)."""
+    that many processes (same result, see `parallel`); `early` is one of them, started before
+    the history was read (`audit_topics`)."""
     from services.auditor.parallel import check_in_parallel
 
     checker = Checker(placement, since)
     auditor = Auditor(history, limits, engine)
     with _collection_off():
-        if not check_in_parallel(auditor, checker, jobs, progress):
+        if not check_in_parallel(auditor, checker, jobs, progress, early):
             auditor.walk(checker.visit, checker.select, progress=progress)
             checker.took(auditor)
     report = checker.report

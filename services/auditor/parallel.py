@@ -21,6 +21,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from services.auditor.batches import DecisionBatch
+from services.auditor.early import EarlyStretch, batch_key
 
 if TYPE_CHECKING:
     from services.auditor.audit import AuditReport, Checker
@@ -67,44 +68,77 @@ def _check_stretch(
         out.close()
 
 
-def check_in_parallel(auditor: Auditor, checker: Checker, jobs: int, progress: Progress | None) -> bool:
+def check_in_parallel(
+    auditor: Auditor,
+    checker: Checker,
+    jobs: int,
+    progress: Progress | None,
+    early: EarlyStretch | None = None,
+) -> bool:
     """Check the whole history in `jobs` processes into `checker.report`; False (nothing done)
-    when a single walk is the better choice."""
+    when a single walk is the better choice. `early`: a process already checking the first
+    stretch (see `early`); its batches are taken only if they are exactly this history's first."""
     from services.auditor.audit import Checker
 
     batches = auditor.batches
     total = sum(len(b.diffs) for b in batches)
-    if jobs < 2 or total < MIN_DIFFS or "fork" not in multiprocessing.get_all_start_methods():
+    start = 0
+    if early is not None:
+        keys = early.keys()
+        if keys and [batch_key(b) for b in batches[: len(keys)]] == keys:
+            start = len(keys)
+            jobs -= 1
+        else:
+            early.stop()
+            early = None
+    forking = "fork" in multiprocessing.get_all_start_methods()
+    if early is None and (jobs < 2 or total < MIN_DIFFS or not forking):
         return False
-    ranges = stretches(batches, jobs)
-    if len(ranges) < 2:
+    rest = batches[start:]
+    ranges = [(a + start, b + start) for a, b in stretches(rest, jobs)] if forking else []
+    if early is None and len(ranges) < 2:
         return False
-    ctx = multiprocessing.get_context("fork")
+    if not ranges:
+        ranges = [(start, len(batches))] if start < len(batches) else []
+    ctx = multiprocessing.get_context("fork") if forking else None
     running = []
-    for start, stop in ranges[1:]:
+    for first, stop in ranges[1:]:
+        assert ctx is not None
         receive, send = ctx.Pipe(duplex=False)
         done = ctx.Value("q", 0, lock=False)
         part = Checker(checker.placement, checker.since)
         process = ctx.Process(
-            target=_check_stretch, args=(auditor, part, start, stop, done, send), daemon=True
+            target=_check_stretch, args=(auditor, part, first, stop, done, send), daemon=True
         )
         process.start()
         send.close()
         running.append((process, receive, done))
     results: list[AuditReport] = []
+    mine_report: AuditReport | None = None
     try:
-        # the first stretch here, while the others run (they were forked before it moved anything)
-        first_start, first_stop = ranges[0]
         mine = 0
 
         def walked(count: int, _total: int = 0) -> None:
             nonlocal mine
             mine = count
             if progress is not None:
-                progress(mine + sum(d.value for _, _, d in running), total)
+                others = sum(d.value for _, _, d in running) + (early.done if early is not None else 0)
+                progress(mine + others, total)
 
-        auditor.walk(checker.visit, checker.select, progress=walked, batches=batches[first_start:first_stop])
-        checker.took(auditor)
+        if ranges:
+            # the first stretch here, while the others run (they were forked before it moved anything)
+            first, stop = ranges[0]
+            own = Checker(checker.placement, checker.since) if early is not None else checker
+            if first:
+                auditor.fast_forward(batches[:first])
+            auditor.walk(own.visit, own.select, progress=walked, batches=batches[first:stop])
+            own.took(auditor)
+            mine_report = own.report if early is not None else None
+        if early is not None:
+            checker.report = _early_report(auditor, checker, early, start)
+            checker.report.early_batches = start
+            if mine_report is not None:
+                checker.merge(mine_report)
         for process, receive, _ in running:
             while not receive.poll(0.2):
                 walked(mine)
@@ -115,6 +149,8 @@ def check_in_parallel(auditor: Auditor, checker: Checker, jobs: int, progress: P
                 raise RuntimeError(f"audit process failed:\n{payload}")
             results.append(payload)
     finally:
+        if early is not None:
+            early.stop()
         for process, receive, _ in running:
             receive.close()
             process.join(timeout=5)
@@ -126,3 +162,20 @@ def check_in_parallel(auditor: Auditor, checker: Checker, jobs: int, progress: P
     if progress is not None:
         progress(total, total)
     return True
+
+
+def _early_report(auditor: Auditor, checker: Checker, early: EarlyStretch, count: int) -> AuditReport:
+    """The early process's report on the first `count` batches; should it have failed, those
+    batches checked here after all, from the start, with a walk of their own."""
+    from services.auditor.audit import Checker
+    from services.auditor.walk import Auditor
+
+    try:
+        return early.report()
+    except RuntimeError as e:
+        own = Checker(checker.placement, checker.since)
+        again = Auditor(auditor.history, auditor.limits, auditor.engine)
+        again.walk(own.visit, own.select, batches=auditor.batches[:count])
+        own.took(again)
+        own.report.warnings.append(f"the early audit process failed; its stretch was checked again: {e}")
+        return own.report

@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from services.auditor.audit import AuditReport, audit
+from services.auditor.early import audit_topics
 from services.auditor.explain import Explanation, NoDecision, explain_decision
 from services.auditor.export import current_decisions, kubernetes_objects
 from services.auditor.history import History, HistoryError, read_history
@@ -195,16 +196,20 @@ def register(app: typer.Typer) -> None:
         settings = _settings(bootstrap, prefix)
         engine = _engine(settings, prefer_no_select)
         with _progress(enabled=True) as update:
-            history = _load(settings, update)
-            report = audit(
-                history,
-                placement=key,
-                since=since_t,
-                limits=DecodeLimits.from_settings(settings),
-                engine=engine,
-                progress=lambda done, total: update("verifying", done, total),
-                jobs=_jobs(jobs),
-            )
+            try:
+                _, report = audit_topics(
+                    settings.kafka,
+                    Topics(settings.topic_prefix),
+                    placement=key,
+                    since=since_t,
+                    limits=DecodeLimits.from_settings(settings),
+                    engine=engine,
+                    jobs=_jobs(jobs),
+                    reading=lambda done, total: update("reading", done, total),
+                    progress=lambda done, total: update("verifying", done, total),
+                )
+            except (HistoryError, BusError) as e:
+                raise _fail(str(e)) from None
         if json_output:
             _write_json(report.to_json())
         else:

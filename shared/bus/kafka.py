@@ -453,6 +453,12 @@ class BroadcastReader:
             consumer, self._consumer = self._consumer, None
             await consumer.stop()
 
+    def pause(self, tps: Iterable[TP]) -> None:
+        """Stop fetching these partitions (a reader that only wants a prefix of them)."""
+        if self._consumer is None:
+            raise RuntimeError("BroadcastReader is not started")
+        self._consumer.pause(*(TopicPartition(t, p) for t, p in tps))
+
     async def __aenter__(self) -> BroadcastReader:
         await self.start()
         return self

@@ -9,6 +9,7 @@ benchmark, without running a broker-bound worker for minutes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,9 +17,9 @@ from typing import Any
 from services.scheduler.core import SchedulerProcessor
 from shared.bus.codec import DecodeError, decode_record, encode_json
 from shared.bus.envelope import new_envelope
-from shared.bus.kafka import Watermark
+from shared.bus.kafka import Watermark, make_producer, start_client
 from shared.bus.records import Record
-from shared.bus.topics import Topics, partition_for_key, planned_partitions
+from shared.bus.topics import Topics, ensure_topics, partition_for_key, planned_partitions
 
 G = "cluster.open-cluster-management.io"
 TOPIC_OF = {
@@ -278,3 +279,26 @@ def busy_run(worker: OfflineWorker) -> OfflineWorker:
     w.step(t)
     w.drain(t)
     return w
+
+
+async def write_to_broker(bootstrap: str, prefix: str, records: list[Record]) -> None:
+    """Each record at the partition and offset the offline worker gave it."""
+    await ensure_topics(bootstrap, Topics(prefix))
+    producer = make_producer(bootstrap, linger_ms=20, max_batch_size=262144)
+    await start_client(producer)
+    try:
+        by_partition: dict[tuple[str, int], list[Record]] = {}
+        for r in records:
+            by_partition.setdefault((r.topic, r.partition), []).append(r)
+        for (topic, partition), rs in sorted(by_partition.items()):
+            futures = [
+                await producer.send(
+                    topic, value=r.value, key=r.key_bytes, partition=partition, headers=list(r.headers)
+                )
+                for r in sorted(rs, key=lambda r: r.offset)
+            ]
+            delivered = await asyncio.gather(*futures)
+            if [m.offset for m in delivered] != [r.offset for r in sorted(rs, key=lambda r: r.offset)]:
+                raise RuntimeError(f"{topic}/{partition}: offsets differ from the generated history")
+    finally:
+        await producer.stop()

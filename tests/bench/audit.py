@@ -7,8 +7,9 @@ the decisions the processor published, then written to the broker at the same pa
 offsets a live worker would have left. Measured on the broker:
 
 - read: every record of the audited topics consumed to the end (a BroadcastReader, nothing else);
-- audit: `read_history` + `audit` (decode, replay, recompute and compare every decision), with
-  one process per CPU as `fleetplace audit` does by default.
+- audit: `audit_topics`, what `fleetplace audit` runs: read the history and check every decision
+  (decode, replay, recompute, compare) with one process per CPU, the first of them reading and
+  checking the first stretch while the main read goes on (services/auditor/early.py).
 
 Both rates are history records per second; `ratio` = read rate / audit rate (target ≤ 3).
 One JSON line: {"bench": "audit", "records", "verified_per_second", "read_per_second", "ratio", ...}.
@@ -26,14 +27,24 @@ from typing import Any
 
 import orjson
 
-from services.auditor import audit, read_history
+from services.auditor.early import audit_topics
 from services.auditor.history import INPUT_TOPICS
 from shared import native
-from shared.bus.kafka import BroadcastReader, make_producer, start_client
+from shared.bus.kafka import BroadcastReader
 from shared.bus.records import Record
-from shared.bus.topics import Topics, ensure_topics
+from shared.bus.topics import Topics
 from shared.testing import running_broker, unique_topic_prefix
-from tests.auditor.offline import ADDON, T0, UNREACHABLE, OfflineWorker, base_fleet, cluster, placement, score
+from tests.auditor.offline import (
+    ADDON,
+    T0,
+    UNREACHABLE,
+    OfflineWorker,
+    base_fleet,
+    cluster,
+    placement,
+    score,
+    write_to_broker,
+)
 
 RECORDS = 100_000
 CLUSTERS = 500
@@ -81,9 +92,9 @@ def _placements() -> list[dict[str, Any]]:
     return out
 
 
-def make_history(records: int = RECORDS, seed: int = 11) -> OfflineWorker:
+def make_history(records: int = RECORDS, seed: int = 11, prefix: str = "bench.") -> OfflineWorker:
     rng = random.Random(seed)
-    w = OfflineWorker(prefix="bench.", read_back=2)
+    w = OfflineWorker(prefix=prefix, read_back=2)
     w.publish(*base_fleet(*NAMESPACES), *[_cluster(i, rng) for i in range(CLUSTERS)])
     w.publish(*[score(f"cluster{i:04d}", rng.randint(-100, 100)) for i in range(CLUSTERS)])
     placements = _placements()
@@ -121,36 +132,14 @@ def make_history(records: int = RECORDS, seed: int = 11) -> OfflineWorker:
     return w
 
 
-async def _write(bootstrap: str, prefix: str, records: list[Record]) -> None:
-    """Each record at the partition and offset the offline worker gave it."""
-    await ensure_topics(bootstrap, Topics(prefix))
-    producer = make_producer(bootstrap, linger_ms=20, max_batch_size=262144)
-    await start_client(producer)
-    try:
-        by_partition: dict[tuple[str, int], list[Record]] = {}
-        for r in records:
-            by_partition.setdefault((r.topic, r.partition), []).append(r)
-        for (topic, partition), rs in sorted(by_partition.items()):
-            futures = [
-                await producer.send(
-                    topic, value=r.value, key=r.key_bytes, partition=partition, headers=list(r.headers)
-                )
-                for r in sorted(rs, key=lambda r: r.offset)
-            ]
-            delivered = await asyncio.gather(*futures)
-            if [m.offset for m in delivered] != [r.offset for r in sorted(rs, key=lambda r: r.offset)]:
-                raise RuntimeError(f"{topic}/{partition}: offsets differ from the generated history")
-    finally:
-        await producer.stop()
-
-
 async def _read_only(bootstrap: str, topics: Topics) -> int:
     names = [*topics.names(INPUT_TOPICS), topics.decisions]
     async with BroadcastReader(bootstrap, names, max_records=50_000) as reader:
         return len(await reader.read_to_end(timeout=120))
 
 
-async def _measure(bootstrap: str, worker: OfflineWorker) -> dict[str, Any]:
+async def _prepare(bootstrap: str, worker: OfflineWorker) -> tuple[Topics, int, float]:
+    """The history on the broker, and the best of three plain reads of it: (topics, records, s)."""
     topics = Topics(unique_topic_prefix("bench"))
     records = [
         Record(
@@ -163,19 +152,25 @@ async def _measure(bootstrap: str, worker: OfflineWorker) -> dict[str, Any]:
         )
         for r in worker.log
     ]
-    await _write(bootstrap, topics.prefix, records)
+    await write_to_broker(bootstrap, topics.prefix, records)
     await _read_only(bootstrap, topics)  # warm the broker and the client
     read_times = []
     for _ in range(3):  # the best of three: the machine is shared, reading is short
         t0 = time.perf_counter()
         read = await _read_only(bootstrap, topics)
         read_times.append(time.perf_counter() - t0)
-    read_s = min(read_times)
+    return topics, read, min(read_times)
+
+
+def _measure(bootstrap: str, worker: OfflineWorker) -> dict[str, Any]:
+    topics, read, read_s = asyncio.run(_prepare(bootstrap, worker))
+    read_at: list[float] = []
     t0 = time.perf_counter()
-    history = await read_history(bootstrap, topics)
-    loaded_s = time.perf_counter() - t0
-    report = audit(history, jobs=JOBS)
+    _, report = audit_topics(
+        bootstrap, topics, jobs=JOBS, reading=lambda done, total: read_at.append(time.perf_counter())
+    )
     audit_s = time.perf_counter() - t0
+    loaded_s = read_at[-1] - t0
     if not report.ok or report.checked != len(worker.diffs):
         raise RuntimeError(f"the history does not audit clean: {orjson.dumps(report.to_json())[:2000]!r}")
     return {
@@ -200,7 +195,7 @@ def main() -> None:
     worker = make_history()
     generated_s = time.perf_counter() - t0
     with running_broker() as bootstrap:
-        line = asyncio.run(_measure(bootstrap, worker))
+        line = _measure(bootstrap, worker)
     line["generate_s"] = round(generated_s, 1)
     sys.stdout.write(orjson.dumps(line).decode() + "\n")
     sys.stdout.flush()

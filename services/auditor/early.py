@@ -1,0 +1,276 @@
+"""Checking the first stretch of a history while the rest is still being read.
+
+Reading the topics keeps one CPU busy; with the broker it leaves most of a second one idle,
+and no stretch of the walk can start from what the main read has so far, because the broker
+hands out partitions in bursts, not in time order. So a second process, forked before the read
+starts, reads only what the first stretch needs, in the order it needs it: the first `share`
+of every `decisions` partition, then each input partition up to where the batches found there
+had read it. Then it checks those batches, while the main process is still reading everything.
+
+The first stretch is the batches evaluated before the earliest time at which a `decisions`
+partition was cut off (each instance publishes in evaluation order, so every diff of those
+batches is in). The main process checks that its own batches begin with exactly the same ones
+(source, `evaluatedAt`, `inputs`, every diff's position) before it takes the early report; if
+they do not (clocks that went back across instances), or the early process fails, it drops the
+early report and checks everything itself, so the result is always the one a single walk gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import multiprocessing
+import time
+import traceback
+from collections.abc import Mapping
+from datetime import datetime
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING, Any
+
+from services.auditor.batches import DecisionBatch, group_batches
+from services.auditor.history import INPUT_TOPICS, History, HistoryError, collection_paused, read_history
+from services.auditor.history import Progress as HistoryProgress
+from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from shared.bus.kafka import TP, BroadcastReader, true_end_offsets
+from shared.bus.topics import DECISIONS, Topics
+from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from shared.settings import KafkaSettings
+
+if TYPE_CHECKING:
+    from services.auditor.audit import AuditReport
+    from services.auditor.walk import Progress as WalkProgress
+
+BatchKey = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[int, int], ...]]
+
+# How long a partition may stay short of where it is wanted without a record arriving.
+STALL_SECONDS = 30.0
+
+
+def share_for(jobs: int) -> float:
+    """The part of the decisions the early process takes: a little more than an even split,
+    since it starts walking while the others still read (bench-audit: 0.56 of two)."""
+    return min(0.9, 1.12 / jobs)
+
+
+def batch_key(batch: DecisionBatch) -> BatchKey:
+    """What identifies a batch across two reads of the same topics."""
+    return (
+        batch.source,
+        batch.evaluated_at,
+        batch.inputs,
+        tuple((d.partition, d.offset) for d in batch.diffs),
+    )
+
+
+async def _read_up_to(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    names: list[str],
+    stops: Mapping[TP, int] | None,
+    share: float,
+    history: History,
+    limits: DecodeLimits,
+) -> dict[TP, int]:
+    """Read the partitions of `names` from the start up to `stops` (short names; absent: not
+    read), or, without stops, up to `share` of each one's end. Returns the stops used."""
+    async with BroadcastReader(kafka, names, max_records=50_000) as reader:
+        if stops is None:
+            ends = await true_end_offsets(kafka, reader.partitions)
+            history.ends.update({(topics.unprefixed(t), p): end for (t, p), end in ends.items()})
+            stops = {(topics.unprefixed(t), p): math.ceil(end * share) for (t, p), end in ends.items()}
+        wanted = {(topics.name(t), p): n for (t, p), n in stops.items() if n > 0}
+        idle = [tp for tp in reader.partitions if tp not in wanted]
+        if idle:
+            reader.pause(idle)
+        remaining = set(wanted)
+        moved_at = time.monotonic()
+        with collection_paused():
+            while remaining:
+                batch = await reader.poll()
+                for record in batch.records:
+                    if record.offset < wanted.get((record.topic, record.partition), 0):
+                        history.add(record, topics.prefix, limits)
+                if batch.records:
+                    moved_at = time.monotonic()
+                elif time.monotonic() - moved_at > STALL_SECONDS:
+                    raise HistoryError(f"no records for {STALL_SECONDS:.0f} s before the wanted offsets")
+                done = {tp for tp in remaining if reader.watermark.next_offset(*tp) >= wanted[tp]}
+                if done:
+                    reader.pause(done)
+                    remaining -= done
+    return dict(stops)
+
+
+async def read_first_stretch(
+    kafka: KafkaSettings | str, topics: Topics, share: float, limits: DecodeLimits
+) -> tuple[History, int]:
+    """The records the first stretch needs, and how many batches it has (0: none to check)."""
+    history = History()
+    cut = await _read_up_to(kafka, topics, [topics.decisions], None, share, history, limits)
+    # each partition cut short is complete up to the time of the last diff read from it
+    last: dict[int, datetime] = {}
+    for decision in history.decisions:
+        last[decision.partition] = decision.now
+    bounds = []
+    for tp, cut_at in cut.items():
+        if cut_at < history.ends.get(tp, 0):
+            at = last.get(tp[1])
+            if at is None:
+                return history, 0  # cut before its first diff: no time bound
+            bounds.append(at)
+    bound = min(bounds, default=None)
+    batches = group_batches(history.decisions)
+    stretch = [b for b in batches if bound is None or b.now < bound]
+    needed: dict[TP, int] = {}
+    for batch in stretch:
+        for tp, offset in batch.watermark.items():
+            if offset > needed.get(tp, 0):
+                needed[tp] = offset
+    if any(tp[0] == DECISIONS and n > cut.get(tp, 0) for tp, n in needed.items()):
+        return history, 0  # read decisions the cut did not reach: leave it to the main walk
+    inputs = {tp: n for tp, n in needed.items() if tp[0] in INPUT_TOPICS}
+    await _read_up_to(kafka, topics, topics.names(INPUT_TOPICS), inputs, share, history, limits)
+    history.seal()
+    return history, len(stretch)
+
+
+class EarlyStretch:
+    """The forked process checking the first stretch; `keys()` then `report()` from the main one."""
+
+    def __init__(self, process: Any, receive: Connection, done: Any) -> None:
+        self._process = process
+        self._receive = receive
+        self._done = done  # a shared integer: diffs checked so far
+        self._keys: list[BatchKey] | None = None
+
+    @property
+    def done(self) -> int:
+        return int(self._done.value)
+
+    def _next(self) -> tuple[str, Any]:
+        while not self._receive.poll(0.2):
+            if not self._process.is_alive() and not self._receive.poll(0):
+                return ("error", f"early audit process died with exit code {self._process.exitcode}")
+        status, payload = self._receive.recv()
+        return status, payload
+
+    def keys(self) -> list[BatchKey] | None:
+        """The batches it checks, in replay order (None: it checks nothing, or it failed)."""
+        status, payload = self._next()
+        self._keys = payload if status == "stretch" else None
+        return self._keys
+
+    def report(self) -> AuditReport:
+        """Its AuditReport; RuntimeError if it failed."""
+        status, payload = self._next()
+        if status != "ok":
+            raise RuntimeError(f"early audit process failed:\n{payload}")
+        report: AuditReport = payload
+        return report
+
+    def stop(self) -> None:
+        self._receive.close()
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+
+
+def _early_main(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    share: float,
+    limits: DecodeLimits,
+    engine: EngineOptions,
+    placement: str | None,
+    since: datetime | None,
+    send: Connection,
+    done: Any,
+) -> None:
+    from services.auditor.audit import Checker, _collection_off
+    from services.auditor.walk import Auditor
+
+    try:
+        history, count = asyncio.run(read_first_stretch(kafka, topics, share, limits))
+        if not count:
+            send.send(("none", None))
+            return
+        auditor = Auditor(history, limits, engine)
+        stretch = auditor.batches[:count]
+        send.send(("stretch", [batch_key(b) for b in stretch]))
+        checker = Checker(placement, since)
+
+        def progress(count: int, total: int) -> None:
+            done.value = count
+
+        with _collection_off():
+            auditor.walk(checker.visit, checker.select, progress=progress, batches=stretch)
+        checker.took(auditor)
+        send.send(("ok", checker.report))
+    except BaseException:
+        send.send(("error", traceback.format_exc()))
+    finally:
+        send.close()
+
+
+def start_early(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    *,
+    jobs: int,
+    limits: DecodeLimits,
+    engine: EngineOptions,
+    placement: str | None,
+    since: datetime | None,
+) -> EarlyStretch | None:
+    """Fork the early process (before any event loop runs here); None where it does not apply."""
+    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    done = ctx.Value("q", 0, lock=False)
+    process = ctx.Process(
+        target=_early_main,
+        args=(kafka, topics, share_for(jobs), limits, engine, placement, since, send, done),
+        daemon=True,
+    )
+    process.start()
+    send.close()
+    return EarlyStretch(process, receive, done)
+
+
+def audit_topics(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    *,
+    placement: str | None = None,
+    since: datetime | None = None,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    engine: EngineOptions = DEFAULT_OPTIONS,
+    jobs: int = 1,
+    reading: HistoryProgress | None = None,
+    progress: WalkProgress | None = None,
+) -> tuple[History, AuditReport]:
+    """`read_history` then `audit`, with the first stretch checked during the read when there
+    are several jobs. Call it with no event loop running (it forks, then runs its own)."""
+    from services.auditor.audit import audit
+
+    early = start_early(
+        kafka, topics, jobs=jobs, limits=limits, engine=engine, placement=placement, since=since
+    )
+    try:
+        history = asyncio.run(read_history(kafka, topics, limits=limits, progress=reading))
+    except BaseException:
+        if early is not None:
+            early.stop()
+        raise
+    report = audit(
+        history,
+        placement=placement,
+        since=since,
+        limits=limits,
+        engine=engine,
+        progress=progress,
+        jobs=jobs,
+        early=early,
+    )
+    return history, report
