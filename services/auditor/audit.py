@@ -36,15 +36,23 @@ from shared.placement.scheduler import run_signature
 COMPARED = ("deleted", "generation", "decisions", "groups", "status", "scores", "added", "removed", "sortBy")
 
 
-@dataclass(frozen=True)
 class Recomputed:
-    """What the diff would hold, recomputed from the replayed state."""
+    """What the diff would hold, recomputed from the replayed state (one per diff checked: a
+    plain class)."""
 
-    value: dict[str, Any]
-    result: ScheduleResult | None = None
-    placement: Placement | None = None
-    skipped: str | None = None
-    shared: bool = False  # taken from another placement's run with the same signature
+    def __init__(
+        self,
+        value: dict[str, Any],
+        result: ScheduleResult | None = None,
+        placement: Placement | None = None,
+        skipped: str | None = None,
+        shared: bool = False,  # taken from another placement's run with the same signature
+    ) -> None:
+        self.value = value
+        self.result = result
+        self.placement = placement
+        self.skipped = skipped
+        self.shared = shared
 
 
 @dataclass
@@ -386,7 +394,9 @@ class Checker:
             fields = differing(expected, recomputed.value)
         if recomputed.skipped is not None:
             fields = fields or ["status"]
-        tally = report.per_placement.setdefault(record.key, Tally())
+        tally = report.per_placement.get(record.key)
+        if tally is None:
+            tally = report.per_placement[record.key] = Tally()
         tally.checked += 1
         report.checked += 1
         if not fields:

@@ -15,7 +15,6 @@ same limits, same exceptions).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from services.auditor.history import DecisionRecord, History
@@ -58,12 +57,15 @@ class WatermarkBehind(Exception):
     """The replay is already past a watermark: the state has to be rebuilt from the beginning."""
 
 
-@dataclass(frozen=True, slots=True)
 class InForce:
-    """Where the value in force for a key came from."""
+    """Where the value in force for a key came from (one per record applied: a plain class)."""
 
-    partition: int
-    offset: int
+    def __init__(self, partition: int, offset: int) -> None:
+        self.partition = partition
+        self.offset = offset
+
+    def __repr__(self) -> str:
+        return f"InForce(partition={self.partition}, offset={self.offset})"
 
 
 class SourceReplay:

@@ -153,13 +153,16 @@ def decode_object(raw: bytes | None, limits: DecodeLimits = DEFAULT_LIMITS) -> J
     return value
 
 
-@dataclass(frozen=True, slots=True)
 class DecodedRecord:
-    """A record whose key and value passed decoding."""
+    """A record whose key and value passed decoding (one per record read: a plain class)."""
 
-    record: Record
-    key: str
-    value: JSONObject | None
+    def __init__(self, record: Record, key: str, value: JSONObject | None) -> None:
+        self.record = record
+        self.key = key
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"DecodedRecord(key={self.key!r}, value={self.value!r})"
 
     @property
     def is_tombstone(self) -> bool:

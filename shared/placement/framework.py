@@ -67,10 +67,12 @@ class ScheduleContext:
         return float(ts)
 
 
-@dataclass(frozen=True, slots=True)
 class FilterResult:
-    slots: IntArray
-    status: Status = SUCCESS
+    """What a filter kept (one per filter per run: a plain class)."""
+
+    def __init__(self, slots: IntArray, status: Status = SUCCESS) -> None:
+        self.slots = slots
+        self.status = status
 
 
 class Filter(Protocol):
