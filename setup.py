@@ -3,15 +3,17 @@
 Metadata lives in pyproject.toml; this file only adds the extension modules. The compiler runs
 mypy over the sources with the project's own configuration, so it needs mypy and the runtime
 dependencies importable: `make` installs those first, then builds with `--no-build-isolation`.
-Without mypy (an isolated build), or with FLEETPLACE_PURE_PYTHON=1, nothing is compiled and the
-package is the plain Python source.
+Without mypy (an isolated build) or a C compiler, or with FLEETPLACE_PURE_PYTHON=1, nothing is
+compiled and the package is the plain Python source.
 """
 
 from __future__ import annotations
 
 import os
 import runpy
+import shutil
 import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import setup
@@ -27,6 +29,10 @@ def extensions() -> list[object]:
         from mypyc.build import mypycify
     except ImportError:
         print("fleetplace: mypy is not installed here; building the pure Python package", file=sys.stderr)
+        return []
+    compiler = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) is None:
+        print(f"fleetplace: no C compiler ({compiler}); building the pure Python package", file=sys.stderr)
         return []
     paths = [NATIVE["path_of"](module) for module in NATIVE["MODULES"]]
     return list(mypycify(paths, opt_level="3", group_name=NATIVE["GROUP"]))

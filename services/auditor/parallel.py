@@ -7,6 +7,8 @@ placement), which costs about as much as applying one record per key. So the bat
 into `jobs` stretches of about the same number of diffs; the first is checked here and each
 other one in a forked process that shares the history copy-on-write, and the partial reports
 are merged in replay order: the result is the one a single walk gives (a test holds them equal).
+When `fleetplace audit` reads the topics itself, the first stretch is taken by a process that
+started during the read (`early`), and the rest is cut as above among the remaining jobs.
 
 Fork only: the history is not pickled, only the small partial reports come back. Where fork is
 not available, or the history is small, the caller walks it alone.
