@@ -1,9 +1,9 @@
 """The modules `setup.py` compiles to C with mypyc, and whether this installation runs them.
 
 Replaying a history and evaluating placements is interpreter-bound: attribute reads, calls and
-small loops over a few dozen clusters, not array arithmetic. Compiled, the same source runs the
-audit's walk in about a sixth less time (docs/audit.md, Performance) and speeds up the worker's
-ingest and evaluation alike. The list is the engine, the worker's record processing and the
+small loops over a few dozen clusters, not array arithmetic. Compiled, the same source walks
+the bench-audit history with a fifth to a quarter less CPU (docs/audit.md, Performance), and
+the worker's ingest and evaluation gain alike. The list is the engine, the worker's record processing and the
 auditor's walk; modules that lean on dynamic features (the CEL bindings, pydantic models, the
 CLI and the Kafka clients) stay interpreted.
 
