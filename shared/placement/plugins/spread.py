@@ -195,12 +195,12 @@ def spread_select(
         gk = group_keys.get(pick)
         if gk is None:
             gk = group_keys[pick] = keys[members[pick]]
-        at = int(np.argmin(gk))
+        at = int(gk.argmin())  # the ndarray methods: np.argmin and .min() go through Python wrappers
         outcome.chosen.append(int(members[pick][at]))
         left[pick] -= 1
         if left[pick]:
             gk[at] = _TAKEN
-            head_key[pick] = int(gk.min())
+            head_key[pick] = int(gk[gk.argmin()])
         else:
             live.remove(pick)
         for ti, value in enumerate(group_domains[pick]):
