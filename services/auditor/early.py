@@ -187,6 +187,7 @@ def _early_main(
     done: Any,
 ) -> None:
     from services.auditor.audit import Checker, _collection_off
+    from services.auditor.parallel import walk_part
     from services.auditor.walk import Auditor
 
     try:
@@ -197,15 +198,9 @@ def _early_main(
         auditor = Auditor(history, limits, engine)
         stretch = auditor.batches[:count]
         send.send(("stretch", [batch_key(b) for b in stretch]))
-        checker = Checker(placement, since)
-
-        def progress(count: int, total: int) -> None:
-            done.value = count
-
         with _collection_off():
-            auditor.walk(checker.visit, checker.select, progress=progress, batches=stretch)
-        checker.took(auditor)
-        send.send(("ok", checker.report))
+            report = walk_part(auditor, Checker(placement, since), stretch, done)
+        send.send(("ok", report))
     except BaseException:
         send.send(("error", traceback.format_exc()))
     finally:

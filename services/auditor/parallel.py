@@ -46,6 +46,18 @@ def stretches(batches: list[DecisionBatch], jobs: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in itertools.pairwise(cuts) if b > a]
 
 
+def walk_part(auditor: Auditor, checker: Checker, batches: list[DecisionBatch], done: Any) -> AuditReport:
+    """Check `batches` (the state is at their start) in a process of their own, counting the
+    diffs walked in the shared integer `done`; the partial report."""
+
+    def progress(count: int, total: int) -> None:
+        done.value = count
+
+    auditor.walk(checker.visit, checker.select, progress=progress, batches=batches)
+    checker.took(auditor)
+    return checker.report
+
+
 def _check_stretch(
     auditor: Auditor,
     checker: Checker,
@@ -57,13 +69,7 @@ def _check_stretch(
     try:
         batches = auditor.batches
         auditor.fast_forward(batches[:start])
-
-        def progress(count: int, total: int) -> None:
-            done.value = count
-
-        auditor.walk(checker.visit, checker.select, progress=progress, batches=batches[start:stop])
-        checker.took(auditor)
-        out.send(("ok", checker.report))
+        out.send(("ok", walk_part(auditor, checker, batches[start:stop], done)))
     except BaseException:
         out.send(("error", traceback.format_exc()))
     finally:

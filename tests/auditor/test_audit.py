@@ -34,6 +34,13 @@ def rewrite(records: list[Record], match: Any, change: Any) -> tuple[list[Record
     raise AssertionError("no record matched")
 
 
+def forge_decisions(raw: bytes | None) -> bytes:
+    """A decision record's value with its decisions replaced by a cluster no run would pick."""
+    value = orjson.loads(raw or b"{}")
+    value["decisions"] = ["c-forged"]
+    return orjson.dumps(value)
+
+
 def decision_value(record: Record) -> dict[str, Any] | None:
     if record.topic != PREFIX + "decisions" or record.value is None:
         return None
@@ -335,16 +342,11 @@ def test_checking_in_parallel_stretches_gives_the_single_walks_report(
     # and one forged record in the middle, so there are mismatches to merge
     middle = worker.diffs[len(worker.diffs) // 2]
 
-    def forge(raw: bytes | None) -> bytes:
-        value = orjson.loads(raw or b"{}")
-        value["decisions"] = ["c-forged"]
-        return orjson.dumps(value)
-
     def is_middle(r: Record) -> bool:
         v = decision_value(r)
         return v is not None and (v["placement"], v["seq"]) == (middle["placement"], middle["seq"])
 
-    records, _ = rewrite(b.records(), is_middle, forge)
+    records, _ = rewrite(b.records(), is_middle, forge_decisions)
     history = history_of(records)
     single = audit(history)
     assert single.mismatches and single.checked == len(worker.diffs) + len(b.diffs)

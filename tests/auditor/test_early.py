@@ -7,7 +7,6 @@ import asyncio
 from datetime import timedelta
 from typing import Any, cast
 
-import orjson
 import pytest
 
 from services.auditor.audit import AuditReport, Checker, audit
@@ -19,7 +18,7 @@ from shared.bus.records import Record
 from shared.bus.topics import Topics
 from shared.testing import unique_topic_prefix
 from tests.auditor.offline import T0, OfflineWorker, busy_run, cluster, write_to_broker
-from tests.auditor.test_audit import PREFIX, decision_value, history_of, rewrite
+from tests.auditor.test_audit import PREFIX, decision_value, forge_decisions, history_of, rewrite
 
 
 def _forged(worker: OfflineWorker, last: OfflineWorker) -> tuple[list[Record], set[tuple[str, int]]]:
@@ -28,17 +27,12 @@ def _forged(worker: OfflineWorker, last: OfflineWorker) -> tuple[list[Record], s
     diffs = worker.diffs
     forged = {(d["placement"], d["seq"]) for d in (diffs[len(diffs) // 5], diffs[4 * len(diffs) // 5])}
 
-    def forge(raw: bytes | None) -> bytes:
-        value = orjson.loads(raw or b"{}")
-        value["decisions"] = ["c-forged"]
-        return orjson.dumps(value)
-
     def is_forged(r: Record) -> bool:
         v = decision_value(r)
         return v is not None and (v["placement"], v["seq"]) in forged and v["decisions"] != ["c-forged"]
 
-    records, _ = rewrite(last.records(), is_forged, forge)
-    records, _ = rewrite(records, is_forged, forge)  # the other one
+    records, _ = rewrite(last.records(), is_forged, forge_decisions)
+    records, _ = rewrite(records, is_forged, forge_decisions)  # the other one
     return records, forged
 
 
