@@ -20,15 +20,13 @@ from __future__ import annotations
 import asyncio
 import math
 import multiprocessing
-import time
 import traceback
-from collections.abc import Mapping
 from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from services.auditor.batches import DecisionBatch, group_batches
-from services.auditor.history import INPUT_TOPICS, History, HistoryError, collection_paused, read_history
+from services.auditor.history import INPUT_TOPICS, History, read_history, read_into
 from services.auditor.history import Progress as HistoryProgress
 from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from shared.bus.kafka import TP, BroadcastReader, true_end_offsets
@@ -41,9 +39,6 @@ if TYPE_CHECKING:
     from services.auditor.walk import Progress as WalkProgress
 
 BatchKey = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[int, int], ...]]
-
-# How long a partition may stay short of where it is wanted without a record arriving.
-STALL_SECONDS = 30.0
 
 
 def share_for(jobs: int) -> float:
@@ -62,74 +57,39 @@ def batch_key(batch: DecisionBatch) -> BatchKey:
     )
 
 
-async def _read_up_to(
-    kafka: KafkaSettings | str,
-    topics: Topics,
-    names: list[str],
-    stops: Mapping[TP, int] | None,
-    share: float,
-    history: History,
-    limits: DecodeLimits,
-) -> dict[TP, int]:
-    """Read the partitions of `names` from the start up to `stops` (short names; absent: not
-    read), or, without stops, up to `share` of each one's end. Returns the stops used."""
-    async with BroadcastReader(kafka, names, max_records=50_000) as reader:
-        if stops is None:
-            ends = await true_end_offsets(kafka, reader.partitions)
-            history.ends.update({(topics.unprefixed(t), p): end for (t, p), end in ends.items()})
-            stops = {(topics.unprefixed(t), p): math.ceil(end * share) for (t, p), end in ends.items()}
-        wanted = {(topics.name(t), p): n for (t, p), n in stops.items() if n > 0}
-        idle = [tp for tp in reader.partitions if tp not in wanted]
-        if idle:
-            reader.pause(idle)
-        remaining = set(wanted)
-        moved_at = time.monotonic()
-        with collection_paused():
-            while remaining:
-                batch = await reader.poll()
-                for record in batch.records:
-                    if record.offset < wanted.get((record.topic, record.partition), 0):
-                        history.add(record, topics.prefix, limits)
-                if batch.records:
-                    moved_at = time.monotonic()
-                elif time.monotonic() - moved_at > STALL_SECONDS:
-                    raise HistoryError(f"no records for {STALL_SECONDS:.0f} s before the wanted offsets")
-                done = {tp for tp in remaining if reader.watermark.next_offset(*tp) >= wanted[tp]}
-                if done:
-                    reader.pause(done)
-                    remaining -= done
-    return dict(stops)
-
-
 async def read_first_stretch(
     kafka: KafkaSettings | str, topics: Topics, share: float, limits: DecodeLimits
 ) -> tuple[History, int]:
     """The records the first stretch needs, and how many batches it has (0: none to check)."""
     history = History()
-    cut = await _read_up_to(kafka, topics, [topics.decisions], None, share, history, limits)
+    async with BroadcastReader(kafka, [topics.decisions], max_records=50_000) as reader:
+        ends = await true_end_offsets(kafka, reader.partitions)
+        history.ends = {(topics.unprefixed(t), p): end for (t, p), end in ends.items()}
+        cut = {tp: math.ceil(end * share) for tp, end in ends.items()}
+        await read_into(reader, history, cut, topics.prefix, limits, give_up_when_stuck=True)
     # each partition cut short is complete up to the time of the last diff read from it
     last: dict[int, datetime] = {}
     for decision in history.decisions:
         last[decision.partition] = decision.now
     bounds = []
-    for tp, cut_at in cut.items():
-        if cut_at < history.ends.get(tp, 0):
-            at = last.get(tp[1])
+    for (_, partition), cut_at in cut.items():
+        if cut_at < ends[(topics.decisions, partition)]:
+            at = last.get(partition)
             if at is None:
                 return history, 0  # cut before its first diff: no time bound
             bounds.append(at)
     bound = min(bounds, default=None)
-    batches = group_batches(history.decisions)
-    stretch = [b for b in batches if bound is None or b.now < bound]
+    stretch = [b for b in group_batches(history.decisions) if bound is None or b.now < bound]
     needed: dict[TP, int] = {}
     for batch in stretch:
         for tp, offset in batch.watermark.items():
             if offset > needed.get(tp, 0):
                 needed[tp] = offset
-    if any(tp[0] == DECISIONS and n > cut.get(tp, 0) for tp, n in needed.items()):
+    if any(t == DECISIONS and n > cut.get((topics.decisions, p), 0) for (t, p), n in needed.items()):
         return history, 0  # read decisions the cut did not reach: leave it to the main walk
-    inputs = {tp: n for tp, n in needed.items() if tp[0] in INPUT_TOPICS}
-    await _read_up_to(kafka, topics, topics.names(INPUT_TOPICS), inputs, share, history, limits)
+    inputs = {(topics.name(t), p): n for (t, p), n in needed.items() if t in INPUT_TOPICS}
+    async with BroadcastReader(kafka, topics.names(INPUT_TOPICS), max_records=50_000) as reader:
+        await read_into(reader, history, inputs, topics.prefix, limits, give_up_when_stuck=True)
     history.seal()
     return history, len(stretch)
 
@@ -141,7 +101,6 @@ class EarlyStretch:
         self._process = process
         self._receive = receive
         self._done = done  # a shared integer: diffs checked so far
-        self._keys: list[BatchKey] | None = None
 
     @property
     def done(self) -> int:
@@ -157,8 +116,8 @@ class EarlyStretch:
     def keys(self) -> list[BatchKey] | None:
         """The batches it checks, in replay order (None: it checks nothing, or it failed)."""
         status, payload = self._next()
-        self._keys = payload if status == "stretch" else None
-        return self._keys
+        keys: list[BatchKey] | None = payload if status == "stretch" else None
+        return keys
 
     def report(self) -> AuditReport:
         """Its AuditReport; RuntimeError if it failed."""

@@ -287,20 +287,50 @@ async def read_history(
     try:
         ends = await true_end_offsets(kafka, reader.partitions)
         history.ends = {(topics.unprefixed(t), p): n for (t, p), n in ends.items()}
-        total = sum(ends.values())
-        remaining = {tp for tp, end in ends.items() if end > 0}
-        with collection_paused():
-            while remaining:
-                batch = await reader.poll()
-                for record in batch.records:
-                    if record.offset < ends[(record.topic, record.partition)]:
-                        history.add(record, topics.prefix, limits)
-                remaining = {tp for tp in remaining if reader.watermark.next_offset(tp[0], tp[1]) < ends[tp]}
-                if progress is not None:
-                    progress(history.records_read, total)
-                if batch.caught_up:
-                    break  # at the end of everything (offsets past the last record, e.g. control records)
+        await read_into(
+            reader, history, ends, topics.prefix, limits, progress=progress, total=sum(ends.values())
+        )
     finally:
         await reader.stop()
     history.seal()
     return history
+
+
+async def read_into(
+    reader: BroadcastReader,
+    history: History,
+    stops: Mapping[TP, int],
+    prefix: str,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    *,
+    progress: Progress | None = None,
+    total: int = 0,
+    give_up_when_stuck: bool = False,
+) -> None:
+    """Add every record of the reader's partitions below `stops` (full topic names) to `history`
+    (unsealed). Partitions absent from `stops`, and each one once it gets there, are paused.
+    `give_up_when_stuck`: a HistoryError when a partition stops moving short of its stop (the
+    reader's `stuck`), instead of waiting for it."""
+    wanted = {tp: n for tp, n in stops.items() if n > 0}
+    idle = [tp for tp in reader.partitions if tp not in wanted]
+    if idle:
+        reader.pause(idle)
+    remaining = set(wanted)
+    with collection_paused():
+        while remaining:
+            batch = await reader.poll()
+            for record in batch.records:
+                if record.offset < wanted.get((record.topic, record.partition), 0):
+                    history.add(record, prefix, limits)
+            done = {tp for tp in remaining if reader.watermark.next_offset(*tp) >= wanted[tp]}
+            if done:
+                reader.pause(done)
+                remaining -= done
+            if progress is not None:
+                progress(history.records_read, total)
+            if batch.caught_up:
+                break  # at the end of everything (offsets past the last record, e.g. control records)
+            if give_up_when_stuck and (stuck := [tp for tp in reader.stuck() if tp in remaining]):
+                raise HistoryError(
+                    f"{', '.join(f'{t}/{p}' for t, p in stuck)}: no records short of the end read"
+                )

@@ -99,19 +99,16 @@ def check_in_parallel(
         else:
             early.stop()
             early = None
-    forking = "fork" in multiprocessing.get_all_start_methods()
-    if early is None and (jobs < 2 or total < MIN_DIFFS or not forking):
+    if early is None and (
+        jobs < 2 or total < MIN_DIFFS or "fork" not in multiprocessing.get_all_start_methods()
+    ):
         return False
-    rest = batches[start:]
-    ranges = [(a + start, b + start) for a, b in stretches(rest, jobs)] if forking else []
+    ranges = [(a + start, b + start) for a, b in stretches(batches[start:], jobs)]
     if early is None and len(ranges) < 2:
         return False
-    if not ranges:
-        ranges = [(start, len(batches))] if start < len(batches) else []
-    ctx = multiprocessing.get_context("fork") if forking else None
+    ctx = multiprocessing.get_context("fork")  # the early process, if any, was forked too
     running = []
     for first, stop in ranges[1:]:
-        assert ctx is not None
         receive, send = ctx.Pipe(duplex=False)
         done = ctx.Value("q", 0, lock=False)
         part = Checker(checker.placement, checker.since)
@@ -121,8 +118,7 @@ def check_in_parallel(
         process.start()
         send.close()
         running.append((process, receive, done))
-    results: list[AuditReport] = []
-    mine_report: AuditReport | None = None
+    parts: list[AuditReport] = []  # in replay order
     try:
         mine = 0
 
@@ -133,20 +129,18 @@ def check_in_parallel(
                 others = sum(d.value for _, _, d in running) + (early.done if early is not None else 0)
                 progress(mine + others, total)
 
+        own = Checker(checker.placement, checker.since)
         if ranges:
             # the first stretch here, while the others run (they were forked before it moved anything)
             first, stop = ranges[0]
-            own = Checker(checker.placement, checker.since) if early is not None else checker
             if first:
                 auditor.fast_forward(batches[:first])
             auditor.walk(own.visit, own.select, progress=walked, batches=batches[first:stop])
             own.took(auditor)
-            mine_report = own.report if early is not None else None
         if early is not None:
-            checker.report = _early_report(auditor, checker, early, start)
-            checker.report.early_batches = start
-            if mine_report is not None:
-                checker.merge(mine_report)
+            parts.append(_early_report(auditor, checker, early, start))
+        if ranges:
+            parts.append(own.report)
         for process, receive, _ in running:
             while not receive.poll(0.2):
                 walked(mine)
@@ -155,7 +149,7 @@ def check_in_parallel(
             status, payload = receive.recv()
             if status != "ok":
                 raise RuntimeError(f"audit process failed:\n{payload}")
-            results.append(payload)
+            parts.append(payload)
     finally:
         if early is not None:
             early.stop()
@@ -165,8 +159,10 @@ def check_in_parallel(
             if process.is_alive():
                 process.kill()
                 process.join()
-    for part_report in results:
+    checker.report = parts[0]
+    for part_report in parts[1:]:
         checker.merge(part_report)
+    checker.report.early_batches = start
     if progress is not None:
         progress(total, total)
     return True
