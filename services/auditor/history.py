@@ -62,19 +62,52 @@ def collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-@dataclass(frozen=True, slots=True)
 class DecisionRecord:
-    """One DecisionDiff as read from `decisions`, with where it is and who wrote it."""
+    """One DecisionDiff as read from `decisions`, with where it is and who wrote it (one per
+    diff read: a plain class, whose constructor compiles; read-only by convention)."""
 
-    key: str
-    partition: int
-    offset: int
-    source: str  # the CloudEvents source: one scheduler instance
-    value: Mapping[str, Any]
-    seq: int
-    evaluated_at: str  # as written: part of the batch identity
-    now: datetime
-    inputs: tuple[tuple[str, int], ...]  # sorted `inputs` items
+    def __init__(
+        self,
+        key: str,
+        partition: int,
+        offset: int,
+        source: str,  # the CloudEvents source: one scheduler instance
+        value: Mapping[str, Any],
+        seq: int,
+        evaluated_at: str,  # as written: part of the batch identity
+        now: datetime,
+        inputs: tuple[tuple[str, int], ...],  # sorted `inputs` items
+    ) -> None:
+        self.key = key
+        self.partition = partition
+        self.offset = offset
+        self.source = source
+        self.value = value
+        self.seq = seq
+        self.evaluated_at = evaluated_at
+        self.now = now
+        self.inputs = inputs
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.key,
+            self.partition,
+            self.offset,
+            self.source,
+            self.value,
+            self.seq,
+            self.evaluated_at,
+            self.now,
+            self.inputs,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DecisionRecord) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # holds a dict
+
+    def __repr__(self) -> str:
+        return f"DecisionRecord(key={self.key!r}, seq={self.seq}, where={self.where!r})"
 
     @property
     def deleted(self) -> bool:
@@ -110,8 +143,12 @@ class BatchFields:
     times: dict[str, datetime] = field(default_factory=dict)
     sources: dict[bytes, str] = field(default_factory=dict)
 
-    def sorted_inputs(self, inputs: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    def sorted_inputs(self, inputs: dict[str, Any]) -> tuple[tuple[str, int], ...] | None:
+        """The items sorted, shared by every diff of a batch; None if an offset is not an int."""
         items = tuple(inputs.items())
+        for item in items:  # every time: True and 1.0 would find 1's entry
+            if type(item[1]) is not int:
+                return None
         found = self.inputs.get(items)
         if found is None:
             ordered = tuple(sorted(items))
@@ -152,18 +189,19 @@ def parse_decision(
         raise ValueError(f"seq must be a positive integer, got {seq!r}")
     if not isinstance(evaluated_at, str):
         raise ValueError("evaluatedAt is missing")
-    if not isinstance(inputs, dict) or not all(type(v) is int for v in inputs.values()):
+    ordered = shared.sorted_inputs(inputs) if isinstance(inputs, dict) else None
+    if ordered is None:
         raise ValueError("inputs must map '<topic>/<partition>' to offsets")
     return DecisionRecord(
-        key=key,
-        partition=record.partition,
-        offset=record.offset,
-        source=shared.source(record.header(H_SOURCE)),
-        value=value,
-        seq=seq,
-        evaluated_at=evaluated_at,
-        now=shared.time(evaluated_at),
-        inputs=shared.sorted_inputs(inputs),  # type: ignore[arg-type]  # values checked above
+        key,
+        record.partition,
+        record.offset,
+        shared.source(record.header(H_SOURCE)),
+        value,
+        seq,
+        evaluated_at,
+        shared.time(evaluated_at),
+        ordered,
     )
 
 

@@ -89,39 +89,87 @@ class Trigger:
         return {"kind": self.kind, "key": self.key}
 
 
-@dataclass
 class Published:
-    """The last decision published for one placement (the checkpoint, from the decisions topic)."""
+    """The last decision published for one placement (the checkpoint, from the decisions topic).
+    One per diff applied: a plain class, whose constructor compiles."""
 
-    seq: int
-    decisions: tuple[str, ...]
-    groups: tuple[tuple[str, int, tuple[str, ...]], ...]
-    status: Mapping[str, Any]
-    deleted: bool = False
-    scores: Mapping[str, int] = field(default_factory=dict)
-    evaluated_at: float = 0.0
-    sort_by_score: bool = False
+    def __init__(
+        self,
+        seq: int,
+        decisions: tuple[str, ...],
+        groups: tuple[tuple[str, int, tuple[str, ...]], ...],
+        status: Mapping[str, Any],
+        deleted: bool = False,
+        scores: Mapping[str, int] | None = None,
+        evaluated_at: float = 0.0,
+        sort_by_score: bool = False,
+    ) -> None:
+        self.seq = seq
+        self.decisions = decisions
+        self.groups = groups
+        self.status = status
+        self.deleted = deleted
+        self.scores: Mapping[str, int] = {} if scores is None else scores
+        self.evaluated_at = evaluated_at
+        self.sort_by_score = sort_by_score
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.seq,
+            self.decisions,
+            self.groups,
+            self.status,
+            self.deleted,
+            self.scores,
+            self.evaluated_at,
+            self.sort_by_score,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Published) and self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # holds dicts
+
+    def __repr__(self) -> str:
+        return f"Published(seq={self.seq}, decisions={self.decisions!r}, deleted={self.deleted})"
 
     def decision_scores(self) -> dict[str, int]:
         return {c: s for c, s in self.scores.items() if c in set(self.decisions)}
 
     @classmethod
     def from_diff(cls, diff: Mapping[str, Any]) -> Published:
+        # fields read in the order they always were: a malformed diff is reported as before
+        scores = dict(diff.get("scores") or {})
         evaluated = diff.get("evaluatedAt")
-        return cls(
-            scores=dict(diff.get("scores") or {}),
-            evaluated_at=datetime.fromisoformat(evaluated.replace("Z", "+00:00")).timestamp()
-            if isinstance(evaluated, str)
-            else 0.0,
-            seq=int(diff["seq"]),
-            decisions=tuple(diff.get("decisions") or ()),
-            groups=tuple(
-                (g["groupName"], int(g["groupIndex"]), tuple(g["clusters"])) for g in diff.get("groups") or ()
-            ),
-            status=diff.get("status") or {},
-            deleted=bool(diff.get("deleted", False)),
-            sort_by_score=diff.get("sortBy") == "Score",
+        evaluated_at = _timestamp(evaluated) if isinstance(evaluated, str) else 0.0
+        seq = int(diff["seq"])
+        decisions = tuple(diff.get("decisions") or ())
+        groups = tuple(
+            (g["groupName"], int(g["groupIndex"]), tuple(g["clusters"])) for g in diff.get("groups") or ()
         )
+        return cls(
+            seq,
+            decisions,
+            groups,
+            diff.get("status") or {},
+            bool(diff.get("deleted", False)),
+            scores,
+            evaluated_at,
+            diff.get("sortBy") == "Score",
+        )
+
+
+_TIMESTAMPS: dict[str, float] = {}  # evaluatedAt -> POSIX time: every diff of a batch has the same
+
+
+def _timestamp(text: str) -> float:
+    found = _TIMESTAMPS.get(text)
+    if found is None:
+        found = datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        if len(_TIMESTAMPS) >= 4096:
+            _TIMESTAMPS.clear()
+        _TIMESTAMPS[text] = found
+    return found
 
 
 @dataclass(order=True)

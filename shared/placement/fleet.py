@@ -615,7 +615,7 @@ class Fleet:
             if name in self.sets:
                 mask |= self.set_members(name)
         mask &= self.alive & ~self.terminating
-        slots = np.flatnonzero(mask).astype(np.int64)
+        slots = mask.nonzero()[0].astype(np.int64)
         self._candidates[eligible] = (self.version, slots)
         return slots
 

@@ -47,16 +47,29 @@ class Status:
 SUCCESS = Status()
 
 
-@dataclass
 class ScheduleContext:
-    """Everything one scheduling run reads; built once per run, shared by the plugins."""
+    """Everything one scheduling run reads; built once per run, shared by the plugins (a plain
+    class: one per run)."""
 
-    placement: Placement
-    fleet: Fleet
-    now: datetime
-    own: Mapping[str, int]  # spec §4.2 "D": this placement's current decisions (name -> count)
-    options: Any = None
-    scratch: dict[str, Any] = field(default_factory=dict)
+    def __init__(
+        self,
+        placement: Placement,
+        fleet: Fleet,
+        now: datetime,
+        own: Mapping[str, int],  # spec §4.2 "D": this placement's current decisions (name -> count)
+        options: Any = None,
+        scratch: dict[str, Any] | None = None,
+    ) -> None:
+        self.placement = placement
+        self.fleet = fleet
+        self.now = now
+        self.own = own
+        self.options = options
+        self.scratch: dict[str, Any] = {} if scratch is None else scratch
+
+    def __repr__(self) -> str:
+        meta = self.placement.metadata
+        return f"ScheduleContext(placement={meta.namespace}/{meta.name}, now={self.now.isoformat()})"
 
     @property
     def now_ts(self) -> float:
@@ -85,11 +98,21 @@ class Filter(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
 class ScoreResult:
-    scores: IntArray  # aligned with the post-filter slots
-    has_entry: BoolArray | None = None  # None: every cluster has an entry
-    status: Status = SUCCESS
+    """One prioritizer's scores of a run (one per prioritizer per run: a plain class)."""
+
+    def __init__(
+        self,
+        scores: IntArray,  # aligned with the post-filter slots
+        has_entry: BoolArray | None = None,  # None: every cluster has an entry
+        status: Status = SUCCESS,
+    ) -> None:
+        self.scores = scores
+        self.has_entry = has_entry
+        self.status = status
+
+    def __repr__(self) -> str:
+        return f"ScoreResult(scores={self.scores!r}, has_entry={self.has_entry!r}, status={self.status!r})"
 
 
 class Prioritizer(Protocol):

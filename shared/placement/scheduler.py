@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -40,69 +39,121 @@ class PrioritizerScores:
     scores: Mapping[str, int]  # raw, unweighted; clusters without an entry are absent
 
 
-@dataclass(frozen=True)
 class ScheduleResult:
-    """The outcome of one run: what to publish and what explains it."""
+    """The outcome of one run: what to publish and what explains it (one per run: a plain class,
+    read-only by convention; what it derives is computed on first use and kept)."""
 
-    placement: str
-    now: datetime
-    status: Status
-    eligible_sets: tuple[str, ...]
-    bindings: int
-    _available: Any  # slots of the available clusters (names materialised on demand: runs stay cheap)
-    _filtered: tuple[tuple[str, Any], ...]  # (filter pipeline name, slots of the survivors)
-    selected: tuple[str, ...]  # rank order
-    groups: tuple[DecisionGroupResult, ...]
-    pages: tuple[Page, ...]
-    requeue_at: datetime | None
-    unscheduled: int
-    conditions: tuple[Condition, ...]
-    skipped: str | None = None  # the run did nothing (disabled, deleting, a broken set)
-    _spread: Any = field(default=None, repr=False)  # SpreadOutcome when spread constraints applied
-    _selected_totals: tuple[int, ...] = field(default=(), repr=False)  # aligned with `selected`
-    _slot_names: Any = field(default=None, repr=False)  # the fleet's slot -> name snapshot
-    _post: Any = field(default=None, repr=False)  # post-filter slots, unordered
-    _scored: Totals | None = field(default=None, repr=False)  # their scores, arrays built on demand
+    def __init__(
+        self,
+        placement: str,
+        now: datetime,
+        status: Status,
+        eligible_sets: tuple[str, ...],
+        bindings: int,
+        _available: Any,  # slots of the available clusters (names materialised on demand)
+        _filtered: tuple[tuple[str, Any], ...],  # (filter pipeline name, slots of the survivors)
+        selected: tuple[str, ...],  # rank order
+        groups: tuple[DecisionGroupResult, ...],
+        pages: tuple[Page, ...],
+        requeue_at: datetime | None,
+        unscheduled: int,
+        conditions: tuple[Condition, ...],
+        skipped: str | None = None,  # the run did nothing (disabled, deleting, a broken set)
+        _spread: Any = None,  # SpreadOutcome when spread constraints applied
+        _selected_totals: tuple[int, ...] = (),  # aligned with `selected`
+        _slot_names: Any = None,  # the fleet's slot -> name snapshot
+        _post: Any = None,  # post-filter slots, unordered
+        _scored: Totals | None = None,  # their scores, arrays built on demand
+    ) -> None:
+        self.placement = placement
+        self.now = now
+        self.status = status
+        self.eligible_sets = eligible_sets
+        self.bindings = bindings
+        self._available = _available
+        self._filtered = _filtered
+        self.selected = selected
+        self.groups = groups
+        self.pages = pages
+        self.requeue_at = requeue_at
+        self.unscheduled = unscheduled
+        self.conditions = conditions
+        self.skipped = skipped
+        self._spread = _spread
+        self._selected_totals = _selected_totals
+        self._slot_names = _slot_names
+        self._post = _post
+        self._scored = _scored
+        self._available_names: tuple[str, ...] | None = None
+        self._filtered_names: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+        self._ranked: tuple[str, ...] | None = None
+        self._post_names: tuple[str, ...] | None = None
+        self._decisions: tuple[str, ...] | None = None
+        self._scores: dict[str, int] | None = None
+        self._prioritizers: tuple[PrioritizerScores, ...] | None = None
 
-    @cached_property
+    def __repr__(self) -> str:
+        return (
+            f"ScheduleResult(placement={self.placement!r}, status={self.status!r}, "
+            f"selected={self.selected!r}, skipped={self.skipped!r})"
+        )
+
+    @property
     def available(self) -> tuple[str, ...]:
         """Clusters of the eligible sets, terminating ones excluded (spec §3.3)."""
-        return tuple(self._slot_names[self._available].tolist()) if self._available is not None else ()
+        if self._available_names is None:
+            self._available_names = (
+                tuple(self._slot_names[self._available].tolist()) if self._available is not None else ()
+            )
+        return self._available_names
 
-    @cached_property
+    @property
     def filtered(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
         """(filter pipeline name, survivors): the debugger's filteredPipelineResults, the last in rank order."""
-        out = [(name, tuple(self._slot_names[arr].tolist())) for name, arr in self._filtered]
-        if out and not self.status.aborts:
-            out[-1] = (out[-1][0], self.ranked)
-        return tuple(out)
+        if self._filtered_names is None:
+            out = [(name, tuple(self._slot_names[arr].tolist())) for name, arr in self._filtered]
+            if out and not self.status.aborts:
+                out[-1] = (out[-1][0], self.ranked)
+            self._filtered_names = tuple(out)
+        return self._filtered_names
 
-    @cached_property
+    @property
     def ranked(self) -> tuple[str, ...]:
         """Post-filter clusters by total descending, then name."""
-        if self._post is None or self._scored is None:
-            return ()
-        return tuple(self._slot_names[self._post[self._scored.top(None)]].tolist())
+        if self._ranked is None:
+            if self._post is None or self._scored is None:
+                self._ranked = ()
+            else:
+                self._ranked = tuple(self._slot_names[self._post[self._scored.top(None)]].tolist())
+        return self._ranked
 
-    @cached_property
+    @property
     def _names(self) -> tuple[str, ...]:
-        return tuple(self._slot_names[self._post].tolist()) if self._post is not None else ()
+        if self._post_names is None:
+            self._post_names = tuple(self._slot_names[self._post].tolist()) if self._post is not None else ()
+        return self._post_names
 
-    @cached_property
+    @property
     def decisions(self) -> tuple[str, ...]:
         """Cluster names in the order they appear across the PlacementDecision pages."""
-        return tuple(n for p in self.pages for n in p.clusters)
+        if self._decisions is None:
+            self._decisions = tuple(n for p in self.pages for n in p.clusters)
+        return self._decisions
 
     @property
     def number_selected(self) -> int:
         return len(self.selected)
 
-    @cached_property
+    @property
     def scores(self) -> dict[str, int]:
         """Total weighted score of every post-filter cluster (empty when scheduling aborted)."""
-        if self._scored is None:
-            return {}
-        return dict(zip(self._names, self._scored.totals.tolist(), strict=True))
+        if self._scores is None:
+            self._scores = (
+                {}
+                if self._scored is None
+                else dict(zip(self._names, self._scored.totals.tolist(), strict=True))
+            )
+        return self._scores
 
     def scores_of(self, names: set[str]) -> dict[str, int]:
         """Total scores of these clusters (those that passed the filters); cheap for the selected."""
@@ -117,8 +168,13 @@ class ScheduleResult:
             out.update((n, scores[n]) for n in names - out.keys() if n in scores)
         return out
 
-    @cached_property
+    @property
     def prioritizers(self) -> tuple[PrioritizerScores, ...]:
+        if self._prioritizers is None:
+            self._prioritizers = self._prioritizer_scores()
+        return self._prioritizers
+
+    def _prioritizer_scores(self) -> tuple[PrioritizerScores, ...]:
         out = []
         for name, weight, scores, has in self._scored.rows if self._scored is not None else ():
             vals = scores.tolist()

@@ -107,7 +107,7 @@ class _Arrays(Totals):
         if self._slots is None or not self._own_slots or not len(self._slots):
             return {}
         wanted = np.asarray(self._own_slots, dtype=np.int64)
-        at = np.searchsorted(self._slots, wanted)
+        at = self._slots.searchsorted(wanted)
         inside = at < len(self._slots)
         at, wanted = at[inside], wanted[inside]
         at = at[self._slots[at] == wanted]
@@ -117,12 +117,12 @@ class _Arrays(Totals):
 def best(keys: IntArray, n: int | None) -> list[int]:
     """Indices of the best `n` keys in rank order, without sorting everything."""
     if n is None or n >= len(keys):
-        order: list[int] = np.argsort(keys).tolist()
+        order: list[int] = keys.argsort().tolist()
         return order
     if n <= 0:
         return []
-    part = np.argpartition(keys, n - 1)[:n]
-    top: list[int] = part[np.argsort(keys[part])].tolist()
+    part = keys.argpartition(n - 1)[:n]
+    top: list[int] = part[keys[part].argsort()].tolist()
     return top
 
 
@@ -298,10 +298,10 @@ class _Base:
         if len(self._order) < min(k, size):
             k = min(max(k, PREFIX, 2 * len(self._order)), size)
             if k == size:
-                order = np.argsort(self.keys)
+                order = self.keys.argsort()
             else:
-                part = np.argpartition(self.keys, k - 1)[:k]
-                order = part[np.argsort(self.keys[part])]
+                part = self.keys.argpartition(k - 1)[:k]
+                order = part[self.keys[part].argsort()]
             self._order = order.tolist()
             self._order_keys = self.keys[order].tolist()
         return self._order, self._order_keys

@@ -119,7 +119,7 @@ def _verdicts(
 
     def judge() -> tuple[BoolArray, IntArray]:
         keep = np.ones(len(slots), dtype=np.bool_)
-        for i in np.flatnonzero(fleet.tainted[slots]).tolist():
+        for i in fleet.tainted[slots].nonzero()[0].tolist():
             info = fleet.clusters[fleet.name_of(int(slots[i]))]
             keep[i] = cluster_tolerated(info, False, tolerations, ctx.now)[0]
         keep.setflags(write=False)
