@@ -58,7 +58,7 @@ class WatermarkBehind(Exception):
 
 
 class InForce:
-    """Where the value in force for a key came from (one per record applied: a plain class)."""
+    """Where the value in force for a key came from (one per key, updated as records apply)."""
 
     def __init__(self, partition: int, offset: int) -> None:
         self.partition = partition
@@ -152,9 +152,10 @@ class SourceReplay:
     def _apply(self, topic: str, record: Record) -> bool:
         """Apply one record as the worker would; False if the worker rejected it."""
         key = record.key
-        if key is not None and topic != DECISIONS and self._value.get((topic, key), _NOTHING) == record.value:
+        held = (topic, key) if key is not None and topic != DECISIONS else None
+        if held is not None and self._value.get(held, _NOTHING) == record.value:
             self.records_skipped += 1
-            self.in_force[(topic, key)] = InForce(record.partition, record.offset)
+            self._held_at(held, record)
             return True  # the value in force already: applying it changes nothing
         try:
             decoded = decode_record(record, self.limits)
@@ -162,12 +163,22 @@ class SourceReplay:
         except _REJECTED:
             return False
         self.records_applied += 1
-        if topic != DECISIONS:
-            self._value[(topic, decoded.key)] = record.value
-            self.in_force[(topic, decoded.key)] = InForce(record.partition, record.offset)
+        if held is not None:  # decoded: its key is the record's
+            self._value[held] = record.value
+            self._held_at(held, record)
             if topic == PLACEMENTS:
                 self._placement_partition[decoded.key] = record.partition
         return True
+
+    def _held_at(self, held: tuple[str, str], record: Record) -> None:
+        """Note where the value in force for (topic, key) came from (updated in place: one
+        InForce per key, not one per record applied)."""
+        where = self.in_force.get(held)
+        if where is None:
+            self.in_force[held] = InForce(record.partition, record.offset)
+        else:
+            where.partition = record.partition
+            where.offset = record.offset
 
     # ---- decisions -----------------------------------------------------------------------
     def apply_decision(self, value: Mapping[str, Any]) -> bool:
