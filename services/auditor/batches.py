@@ -52,8 +52,26 @@ class DecisionBatch:
 def group_batches(records: Iterable[DecisionRecord]) -> list[DecisionBatch]:
     """Batches in replay order: per source the order they were evaluated, sources interleaved by time."""
     groups: dict[tuple[str, str, tuple[tuple[str, int], ...]], list[DecisionRecord]] = {}
+    # a batch's diffs lie next to each other in a partition: the previous record's batch is
+    # tried first, which spares hashing a watermark of a few dozen partitions per diff
+    last: DecisionRecord | None = None
+    members: list[DecisionRecord] = []
     for record in records:
-        groups.setdefault((record.source, record.evaluated_at, record.inputs), []).append(record)
+        if (
+            last is not None
+            and record.inputs is last.inputs
+            and record.source == last.source
+            and record.evaluated_at == last.evaluated_at
+        ):
+            members.append(record)
+            continue
+        key = (record.source, record.evaluated_at, record.inputs)
+        found = groups.get(key)
+        if found is None:
+            found = groups[key] = []
+        members = found
+        members.append(record)
+        last = record
     batches = [
         DecisionBatch(
             source=source,
