@@ -58,7 +58,8 @@ def test_batches_hold_exactly_the_records_with_the_same_batch_fields(
 ) -> None:
     batches = group_batches(rs)
     got = {
-        (b.source, b.evaluated_at, b.inputs): sorted((d.partition, d.offset) for d in b.diffs) for b in batches
+        (b.source, b.evaluated_at, b.inputs): sorted((d.partition, d.offset) for d in b.diffs)
+        for b in batches
     }
     assert got == _naive(rs)
     assert len(batches) == len(got)  # one batch per distinct (source, evaluatedAt, inputs)
