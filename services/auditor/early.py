@@ -26,6 +26,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from services.auditor.batches import DecisionBatch, group_batches
+from services.auditor.forked import fork, next_message
 from services.auditor.history import INPUT_TOPICS, History, read_history, read_into
 from services.auditor.history import Progress as HistoryProgress
 from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
@@ -106,22 +107,15 @@ class EarlyStretch:
     def done(self) -> int:
         return int(self._done.value)
 
-    def _next(self) -> tuple[str, Any]:
-        while not self._receive.poll(0.2):
-            if not self._process.is_alive() and not self._receive.poll(0):
-                return ("error", f"early audit process died with exit code {self._process.exitcode}")
-        status, payload = self._receive.recv()
-        return status, payload
-
     def keys(self) -> list[BatchKey] | None:
         """The batches it checks, in replay order (None: it checks nothing, or it failed)."""
-        status, payload = self._next()
+        status, payload = next_message(self._process, self._receive)
         keys: list[BatchKey] | None = payload if status == "stretch" else None
         return keys
 
     def report(self) -> AuditReport:
         """Its AuditReport; RuntimeError if it failed."""
-        status, payload = self._next()
+        status, payload = next_message(self._process, self._receive)
         if status != "ok":
             raise RuntimeError(f"early audit process failed:\n{payload}")
         report: AuditReport = payload
@@ -179,17 +173,7 @@ def start_early(
     """Fork the early process (before any event loop runs here); None where it does not apply."""
     if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return None
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    done = ctx.Value("q", 0, lock=False)
-    process = ctx.Process(
-        target=_early_main,
-        args=(kafka, topics, share_for(jobs), limits, engine, placement, since, send, done),
-        daemon=True,
-    )
-    process.start()
-    send.close()
-    return EarlyStretch(process, receive, done)
+    return EarlyStretch(*fork(_early_main, kafka, topics, share_for(jobs), limits, engine, placement, since))
 
 
 def audit_topics(

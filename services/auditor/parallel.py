@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from services.auditor.batches import DecisionBatch
 from services.auditor.early import EarlyStretch, batch_key
+from services.auditor.forked import fork, next_message
 
 if TYPE_CHECKING:
     from services.auditor.audit import AuditReport, Checker
@@ -63,8 +64,8 @@ def _check_stretch(
     checker: Checker,
     start: int,
     stop: int,
-    done: Any,  # a shared ctypes integer: diffs walked so far
     out: Connection,
+    done: Any,  # a shared ctypes integer: diffs walked so far
 ) -> None:
     try:
         batches = auditor.batches
@@ -106,18 +107,10 @@ def check_in_parallel(
     ranges = [(a + start, b + start) for a, b in stretches(batches[start:], jobs)]
     if early is None and len(ranges) < 2:
         return False
-    ctx = multiprocessing.get_context("fork")  # the early process, if any, was forked too
-    running = []
-    for first, stop in ranges[1:]:
-        receive, send = ctx.Pipe(duplex=False)
-        done = ctx.Value("q", 0, lock=False)
-        part = Checker(checker.placement, checker.since)
-        process = ctx.Process(
-            target=_check_stretch, args=(auditor, part, first, stop, done, send), daemon=True
-        )
-        process.start()
-        send.close()
-        running.append((process, receive, done))
+    running = [
+        fork(_check_stretch, auditor, Checker(checker.placement, checker.since), first, stop)
+        for first, stop in ranges[1:]
+    ]
     parts: list[AuditReport] = []  # in replay order
     try:
         mine = 0
@@ -142,11 +135,7 @@ def check_in_parallel(
         if ranges:
             parts.append(own.report)
         for process, receive, _ in running:
-            while not receive.poll(0.2):
-                walked(mine)
-                if not process.is_alive() and not receive.poll(0):
-                    raise RuntimeError(f"audit process {process.pid} died with exit code {process.exitcode}")
-            status, payload = receive.recv()
+            status, payload = next_message(process, receive, lambda: walked(mine))
             if status != "ok":
                 raise RuntimeError(f"audit process failed:\n{payload}")
             parts.append(payload)

@@ -291,14 +291,15 @@ async def write_to_broker(bootstrap: str, prefix: str, records: list[Record]) ->
         for r in records:
             by_partition.setdefault((r.topic, r.partition), []).append(r)
         for (topic, partition), rs in sorted(by_partition.items()):
+            rs.sort(key=lambda r: r.offset)
             futures = [
                 await producer.send(
                     topic, value=r.value, key=r.key_bytes, partition=partition, headers=list(r.headers)
                 )
-                for r in sorted(rs, key=lambda r: r.offset)
+                for r in rs
             ]
             delivered = await asyncio.gather(*futures)
-            if [m.offset for m in delivered] != [r.offset for r in sorted(rs, key=lambda r: r.offset)]:
+            if [m.offset for m in delivered] != [r.offset for r in rs]:
                 raise RuntimeError(f"{topic}/{partition}: offsets differ from the generated history")
     finally:
         await producer.stop()
