@@ -27,8 +27,8 @@ native:
 	$(MAKE) $(NATIVE)
 
 lint: $(NATIVE)
-	$(BIN)/ruff check shared services tests
-	$(BIN)/ruff format --check shared services tests
+	$(BIN)/ruff check fleetplace shared services tests
+	$(BIN)/ruff format --check fleetplace shared services tests
 
 typecheck: $(NATIVE)
 	$(BIN)/mypy

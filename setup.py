@@ -34,7 +34,7 @@ def extensions() -> list[object]:
     if shutil.which(compiler) is None:
         print(f"fleetplace: no C compiler ({compiler}); building the pure Python package", file=sys.stderr)
         return []
-    paths = [NATIVE["path_of"](module) for module in NATIVE["MODULES"]]
+    paths = [NATIVE["package_path_of"](module) for module in NATIVE["MODULES"]]
     return list(mypycify(paths, opt_level="3", group_name=NATIVE["GROUP"]))
 
 

@@ -22,25 +22,25 @@ def _root() -> None:
 
 
 def _register() -> None:
-    from services.commands import simulate
+    from fleetplace.services.commands import simulate
 
     simulate.register(app)
-    from services.commands import bus as bus_commands  # publish, topics, broker
+    from fleetplace.services.commands import bus as bus_commands  # publish, topics, broker
 
     bus_commands.register(app)
-    from services.commands import worker as worker_commands  # worker scheduler, watch
+    from fleetplace.services.commands import worker as worker_commands  # worker scheduler, watch
 
     worker_commands.register(app)
-    from services.commands import demo
+    from fleetplace.services.commands import demo
 
     demo.register(app)
-    from services.queue_placer import cli as queues_cli
+    from fleetplace.services.queue_placer import cli as queues_cli
 
     queues_cli.register(app)
-    from services.commands import audit as audit_commands  # audit, explain, what-if, export
+    from fleetplace.services.commands import audit as audit_commands  # audit, explain, what-if, export
 
     audit_commands.register(app)
-    from services.commands import asyncapi  # docs asyncapi
+    from fleetplace.services.commands import asyncapi  # docs asyncapi
 
     asyncapi.register(app)
 
@@ -52,7 +52,7 @@ def main() -> None:
     # Logs go to stderr from the first line on, whatever the command: stdout is for results
     # (`audit --json`, `export`, `watch --json` are read by programs). Workers reconfigure
     # from their settings (level, JSON or console).
-    from shared.logging import configure_logging
+    from fleetplace.shared.logging import configure_logging
 
     configure_logging("warning", "console")
     app()

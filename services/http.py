@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import SecretStr
 
-from shared.settings import Settings
+from fleetplace.shared.settings import Settings
 
 ReadyCheck = Callable[[], bool]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

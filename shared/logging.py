@@ -17,7 +17,7 @@ import orjson
 import structlog
 from pydantic import SecretStr
 
-from shared.settings import LogFormat, LogLevel, Settings
+from fleetplace.shared.settings import LogFormat, LogLevel, Settings
 
 MASK = "**********"
 _SECRET_KEY = re.compile(r"(password|passwd|secret|token|authorization|api[_-]?key|credential)", re.I)

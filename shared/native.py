@@ -19,41 +19,48 @@ import sys
 from pathlib import Path
 
 MODULES = (
-    "services.auditor.audit",
-    "services.auditor.batches",
-    "services.auditor.history",
-    "services.auditor.replay",
-    "services.auditor.walk",
-    "services.scheduler.core",
-    "shared.api.admission",
-    "shared.api.objects",
-    "shared.bus.codec",
-    "shared.placement.engine",
-    "shared.placement.fleet",
-    "shared.placement.framework",
-    "shared.placement.groups",
-    "shared.placement.plugins.addon",
-    "shared.placement.plugins.balance",
-    "shared.placement.plugins.predicate",
-    "shared.placement.plugins.prefer_no_select",
-    "shared.placement.plugins.resource",
-    "shared.placement.plugins.spread",
-    "shared.placement.plugins.steady",
-    "shared.placement.plugins.taints",
-    "shared.placement.scheduler",
-    "shared.placement.selectors",
-    "shared.placement.totals",
-    "shared.placement.weights",
+    "fleetplace.services.auditor.audit",
+    "fleetplace.services.auditor.batches",
+    "fleetplace.services.auditor.history",
+    "fleetplace.services.auditor.replay",
+    "fleetplace.services.auditor.walk",
+    "fleetplace.services.scheduler.core",
+    "fleetplace.shared.api.admission",
+    "fleetplace.shared.api.objects",
+    "fleetplace.shared.bus.codec",
+    "fleetplace.shared.placement.engine",
+    "fleetplace.shared.placement.fleet",
+    "fleetplace.shared.placement.framework",
+    "fleetplace.shared.placement.groups",
+    "fleetplace.shared.placement.plugins.addon",
+    "fleetplace.shared.placement.plugins.balance",
+    "fleetplace.shared.placement.plugins.predicate",
+    "fleetplace.shared.placement.plugins.prefer_no_select",
+    "fleetplace.shared.placement.plugins.resource",
+    "fleetplace.shared.placement.plugins.spread",
+    "fleetplace.shared.placement.plugins.steady",
+    "fleetplace.shared.placement.plugins.taints",
+    "fleetplace.shared.placement.scheduler",
+    "fleetplace.shared.placement.selectors",
+    "fleetplace.shared.placement.totals",
+    "fleetplace.shared.placement.weights",
 )
 
 # the one shared library every compiled module's shim loads (setup.py's mypycify group name)
-GROUP = "shared.native_build"
+GROUP = "fleetplace.shared.native_build"
 
 PURE_PYTHON_ENV = "FLEETPLACE_PURE_PYTHON"
 
 
 def path_of(module: str) -> str:
-    """The source file of `module`, relative to the project root."""
+    """The source file of `module`, relative to the project root (`fleetplace.shared.x` lives in
+    `shared/x.py`; `fleetplace/shared` is a link to that folder)."""
+    return module.removeprefix("fleetplace.").replace(".", "/") + ".py"
+
+
+def package_path_of(module: str) -> str:
+    """The path of `module` through the `fleetplace/` package folder, as the compiler needs it
+    (it names a module after the folders above its file)."""
     return module.replace(".", "/") + ".py"
 
 
@@ -73,7 +80,7 @@ def built(root: Path) -> list[Path]:
     """The compiled extension files an in-place build left under `root` (the project)."""
     found: list[Path] = []
     for module in (*MODULES, GROUP + "__mypyc"):
-        base = root / module.replace(".", "/")
+        base = root / path_of(module).removesuffix(".py")
         found.extend(base.parent.glob(base.name + ".*.so"))
     return sorted(found)
 

@@ -2,7 +2,7 @@
 
 In a downstream project's `conftest.py`:
 
-    from shared.testing import embedded_broker_fixture, topic_prefix_fixture
+    from fleetplace.shared.testing import embedded_broker_fixture, topic_prefix_fixture
 
     broker = embedded_broker_fixture()          # session-scoped: "127.0.0.1:<port>"
     topic_prefix = topic_prefix_fixture()      # per test: "t3f9c1a2b4d." (tests never share topics)
@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import pytest
 
-from shared.bus.broker import EmbeddedBroker
-from shared.bus.topics import Topics, TopicStatus, ensure_topics
+from fleetplace.shared.bus.broker import EmbeddedBroker
+from fleetplace.shared.bus.topics import Topics, TopicStatus, ensure_topics
 
 EXTERNAL_BOOTSTRAP_ENV = "FLEETPLACE_TEST_BOOTSTRAP"
 Scope = Literal["session", "package", "module", "class", "function"]
@@ -84,12 +84,12 @@ async def running_scheduler(bootstrap: str, prefix: str, **settings: Any) -> Asy
             ...publish ManagedClusters / Placements to f"{topic_prefix}clusters" etc...
             ...consume f"{topic_prefix}decisions"...
 
-    `settings` override `shared.settings.Settings` fields (e.g. `clock="topic"`).
+    `settings` override `fleetplace.shared.settings.Settings` fields (e.g. `clock="topic"`).
     """
     import asyncio
 
-    from services.scheduler.worker import SchedulerWorker
-    from shared.settings import KafkaSettings, Settings
+    from fleetplace.services.scheduler.worker import SchedulerWorker
+    from fleetplace.shared.settings import KafkaSettings, Settings
 
     await create_topics(bootstrap, prefix)
     config = Settings(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from shared import native
-from shared.bus.topics import Topics
-from shared.testing import create_topics, embedded_broker_fixture, topic_prefix_fixture
+from fleetplace.shared import native
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.testing import create_topics, embedded_broker_fixture, topic_prefix_fixture
 
 broker = embedded_broker_fixture(scope="session")
 

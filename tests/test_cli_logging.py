@@ -8,8 +8,8 @@ import sys
 # a command that only logs, registered on the real app and run through the real entry point
 PROGRAM = """
 import sys
-from services import cli
-from shared.logging import get_logger
+from fleetplace.services import cli
+from fleetplace.shared.logging import get_logger
 
 @cli.app.command("log-a-warning")
 def log_a_warning() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.api.objects import parse_object
-from shared.api.ocm import Placement
-from shared.placement import fleet_of, schedule
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.placement import fleet_of, schedule
 
 G = "cluster.open-cluster-management.io"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -14,8 +14,8 @@ import typer.main
 import yaml
 from typer.testing import CliRunner
 
-from services.cli import app
-from shared.settings import KafkaSettings, Settings
+from fleetplace.services.cli import app
+from fleetplace.shared.settings import KafkaSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE = ROOT / "compose" / "docker-compose.yaml"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from services.commands.demo import ExpectedDiff, unmatched
+from fleetplace.services.commands.demo import ExpectedDiff, unmatched
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +22,7 @@ def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
         env["KAFKA_BOOTSTRAP_SERVERS"] = external
     t0 = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "services.cli", "demo"],
+        [sys.executable, "-m", "fleetplace.services.cli", "demo"],
         env=env,
         capture_output=True,
         text=True,

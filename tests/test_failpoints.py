@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.failpoints import ENV, Failpoint
+from fleetplace.shared.failpoints import ENV, Failpoint
 
 
 def test_name_and_count_are_parsed(monkeypatch: pytest.MonkeyPatch) -> None:

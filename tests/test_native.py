@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared import native
+from fleetplace.shared import native
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +33,7 @@ def test_a_pure_build_runs_the_sources() -> None:
 
 
 def _project(tmp: Path) -> Path:
-    for module in ("shared.placement.fleet", "services.auditor.walk"):
+    for module in ("fleetplace.shared.placement.fleet", "fleetplace.services.auditor.walk"):
         source = tmp / native.path_of(module)
         source.parent.mkdir(parents=True, exist_ok=True)
         source.write_text("x = 1\n")
@@ -45,10 +45,10 @@ def test_stale_names_the_sources_edited_after_the_build(tmp_path: Path) -> None:
     assert native.stale(root) == []  # nothing built: nothing stale
     extension = root / "shared/placement/fleet.cpython-311-x86_64-linux-gnu.so"
     extension.write_bytes(b"")
-    os.utime(root / native.path_of("shared.placement.fleet"), (1_000, 1_000))
-    os.utime(root / native.path_of("services.auditor.walk"), (1_000, 1_000))
+    os.utime(root / native.path_of("fleetplace.shared.placement.fleet"), (1_000, 1_000))
+    os.utime(root / native.path_of("fleetplace.services.auditor.walk"), (1_000, 1_000))
     os.utime(extension, (2_000, 2_000))
     assert native.built(root) == [extension]
     assert native.stale(root) == []
-    os.utime(root / native.path_of("services.auditor.walk"), (3_000, 3_000))
+    os.utime(root / native.path_of("fleetplace.services.auditor.walk"), (3_000, 3_000))
     assert native.stale(root) == ["services/auditor/walk.py"]

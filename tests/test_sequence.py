@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from services.commands.simulate import run_sequence
+from fleetplace.services.commands.simulate import run_sequence
 
 G = "cluster.open-cluster-management.io"
 DATA = Path(__file__).parent / "data"
@@ -165,7 +165,7 @@ def test_cli_runs_a_sequence_file_with_toleration_expiry_as_time_moves() -> None
         [
             sys.executable,
             "-m",
-            "services.cli",
+            "fleetplace.services.cli",
             "simulate",
             "--sequence",
             str(DATA / "sequence-tolerations.json"),
@@ -197,7 +197,7 @@ def test_bad_sequence_input_names_the_step_and_field(tmp_path: Path) -> None:
     f = tmp_path / "seq.json"
     f.write_text(json.dumps(bad))
     out = subprocess.run(
-        [sys.executable, "-m", "services.cli", "simulate", "--sequence", str(f)],
+        [sys.executable, "-m", "fleetplace.services.cli", "simulate", "--sequence", str(f)],
         capture_output=True,
         text=True,
     )

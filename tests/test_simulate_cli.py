@@ -13,7 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from services.cli import app
+from fleetplace.services.cli import app
 
 from .placement.builders import (
     addon,
@@ -239,7 +239,7 @@ def test_unknown_kind_exits_2(tmp_path: Path) -> None:
 def test_the_installed_entry_point_reads_stdin() -> None:
     text = json.dumps(scenario(tolerations=[toleration("k", "Exists", seconds=30)]))
     done = subprocess.run(
-        [sys.executable, "-m", "services.cli", "simulate", "-"],
+        [sys.executable, "-m", "fleetplace.services.cli", "simulate", "-"],
         input=text,
         capture_output=True,
         text=True,

@@ -22,7 +22,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from shared.bus.subscriber import DecisionSubscriber, SubscriberPosition
+from fleetplace.shared.bus.subscriber import DecisionSubscriber, SubscriberPosition
 
 
 def deploy(placement: str, cluster: str) -> None:

@@ -21,17 +21,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from services.auditor.early import EarlyStretch
-from services.auditor.history import DecisionRecord, History, InvalidDecision
-from services.auditor.queues import QueueAuditReport, audit_app_placements
-from services.auditor.replay import SourceReplay
-from services.auditor.walk import Auditor, Progress
-from shared.api.ocm import Placement
-from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
-from shared.placement import ScheduleResult
-from shared.placement.explain import explain
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from shared.placement.scheduler import run_signature
+from fleetplace.services.auditor.early import EarlyStretch
+from fleetplace.services.auditor.history import DecisionRecord, History, InvalidDecision
+from fleetplace.services.auditor.queues import QueueAuditReport, audit_app_placements
+from fleetplace.services.auditor.replay import SourceReplay
+from fleetplace.services.auditor.walk import Auditor, Progress
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from fleetplace.shared.placement import ScheduleResult
+from fleetplace.shared.placement.explain import explain
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.shared.placement.scheduler import run_signature
 
 COMPARED = ("deleted", "generation", "decisions", "groups", "status", "scores", "added", "removed", "sortBy")
 
@@ -480,7 +480,7 @@ def audit(
     not recorded in the decisions. `jobs` > 1 checks contiguous stretches of the history in
     that many processes (same result, see `parallel`); `early` is one of them, started before
     the history was read (`audit_topics`)."""
-    from services.auditor.parallel import check_in_parallel
+    from fleetplace.services.auditor.parallel import check_in_parallel
 
     checker = Checker(placement, since)
     auditor = Auditor(history, limits, engine)

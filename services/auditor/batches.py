@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
 
-from services.auditor.history import DecisionRecord
-from shared.bus.kafka import TP, parse_watermark_key
+from fleetplace.services.auditor.history import DecisionRecord
+from fleetplace.shared.bus.kafka import TP, parse_watermark_key
 
 PLACEMENTS = "placements"
 

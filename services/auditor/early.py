@@ -25,19 +25,19 @@ from datetime import datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from services.auditor.batches import DecisionBatch, group_batches
-from services.auditor.forked import fork, next_message
-from services.auditor.history import INPUT_TOPICS, History, read_history, read_into
-from services.auditor.history import Progress as HistoryProgress
-from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
-from shared.bus.kafka import TP, BroadcastReader, true_end_offsets
-from shared.bus.topics import DECISIONS, Topics
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from shared.settings import KafkaSettings
+from fleetplace.services.auditor.batches import DecisionBatch, group_batches
+from fleetplace.services.auditor.forked import fork, next_message
+from fleetplace.services.auditor.history import INPUT_TOPICS, History, read_history, read_into
+from fleetplace.services.auditor.history import Progress as HistoryProgress
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from fleetplace.shared.bus.kafka import TP, BroadcastReader, true_end_offsets
+from fleetplace.shared.bus.topics import DECISIONS, Topics
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.shared.settings import KafkaSettings
 
 if TYPE_CHECKING:
-    from services.auditor.audit import AuditReport
-    from services.auditor.walk import Progress as WalkProgress
+    from fleetplace.services.auditor.audit import AuditReport
+    from fleetplace.services.auditor.walk import Progress as WalkProgress
 
 BatchKey = tuple[str, str, tuple[tuple[str, int], ...], tuple[tuple[int, int], ...]]
 
@@ -139,9 +139,9 @@ def _early_main(
     send: Connection,
     done: Any,
 ) -> None:
-    from services.auditor.audit import Checker, _collection_off
-    from services.auditor.parallel import walk_part
-    from services.auditor.walk import Auditor
+    from fleetplace.services.auditor.audit import Checker, _collection_off
+    from fleetplace.services.auditor.parallel import walk_part
+    from fleetplace.services.auditor.walk import Auditor
 
     try:
         history, count = asyncio.run(read_first_stretch(kafka, topics, share, limits))
@@ -190,7 +190,7 @@ def audit_topics(
 ) -> tuple[History, AuditReport]:
     """`read_history` then `audit`, with the first stretch checked during the read when there
     are several jobs. Call it with no event loop running (it forks, then runs its own)."""
-    from services.auditor.audit import audit
+    from fleetplace.services.auditor.audit import audit
 
     early = start_early(
         kafka, topics, jobs=jobs, limits=limits, engine=engine, placement=placement, since=since

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from services.auditor.audit import differing, expected_of, recompute
-from services.auditor.history import DecisionRecord, History
-from services.auditor.replay import SourceReplay
-from services.auditor.walk import Auditor
-from services.commands.simulate import result_json
-from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.services.auditor.audit import differing, expected_of, recompute
+from fleetplace.services.auditor.history import DecisionRecord, History
+from fleetplace.services.auditor.replay import SourceReplay
+from fleetplace.services.auditor.walk import Auditor
+from fleetplace.services.commands.simulate import result_json
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 
 class NoDecision(LookupError):

@@ -15,13 +15,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from services.scheduler.core import SchedulerProcessor
-from shared.api.decisions import PlacementDecisions
-from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
-from shared.bus.kafka import BroadcastReader
-from shared.bus.records import Record
-from shared.bus.topics import Topics
-from shared.settings import KafkaSettings
+from fleetplace.services.scheduler.core import SchedulerProcessor
+from fleetplace.shared.api.decisions import PlacementDecisions
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
+from fleetplace.shared.bus.kafka import BroadcastReader
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.settings import KafkaSettings
 
 
 @dataclass

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
-from shared.bus.envelope import H_SOURCE, parse_time
-from shared.bus.kafka import TP, BroadcastReader, true_end_offsets
-from shared.bus.records import Record
-from shared.bus.topics import (
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
+from fleetplace.shared.bus.envelope import H_SOURCE, parse_time
+from fleetplace.shared.bus.kafka import TP, BroadcastReader, true_end_offsets
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import (
     APP_PLACEMENTS,
     APPLICATIONS,
     DECISIONS,
@@ -30,7 +30,7 @@ from shared.bus.topics import (
     TopicState,
     describe_catalogue,
 )
-from shared.settings import KafkaSettings
+from fleetplace.shared.settings import KafkaSettings
 
 # The scheduler's inputs, as its processor names them (topic names without the prefix).
 INPUT_TOPICS = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "placements")

@@ -22,13 +22,13 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from services.auditor.batches import DecisionBatch
-from services.auditor.early import EarlyStretch, batch_key
-from services.auditor.forked import fork, next_message
+from fleetplace.services.auditor.batches import DecisionBatch
+from fleetplace.services.auditor.early import EarlyStretch, batch_key
+from fleetplace.services.auditor.forked import fork, next_message
 
 if TYPE_CHECKING:
-    from services.auditor.audit import AuditReport, Checker
-    from services.auditor.walk import Auditor, Progress
+    from fleetplace.services.auditor.audit import AuditReport, Checker
+    from fleetplace.services.auditor.walk import Auditor, Progress
 
 # Below this many diffs the fork costs more than it saves.
 MIN_DIFFS = 2_000
@@ -87,7 +87,7 @@ def check_in_parallel(
     """Check the whole history in `jobs` processes into `checker.report`; False (nothing done)
     when a single walk is the better choice. `early`: a process already checking the first
     stretch (see `early`); its batches are taken only if they are exactly this history's first."""
-    from services.auditor.audit import Checker
+    from fleetplace.services.auditor.audit import Checker
 
     batches = auditor.batches
     total = sum(len(b.diffs) for b in batches)
@@ -160,8 +160,8 @@ def check_in_parallel(
 def _early_report(auditor: Auditor, checker: Checker, early: EarlyStretch, count: int) -> AuditReport:
     """The early process's report on the first `count` batches; should it have failed, those
     batches checked here after all, from the start, with a walk of their own."""
-    from services.auditor.audit import Checker
-    from services.auditor.walk import Auditor
+    from fleetplace.services.auditor.audit import Checker
+    from fleetplace.services.auditor.walk import Auditor
 
     try:
         return early.report()

@@ -23,14 +23,20 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from services.auditor.history import History
-from services.queue_placer.worker import QueueProcessor
-from shared.api.queues import ApplicationSubmission
-from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object, decode_record
-from shared.bus.envelope import parse_time
-from shared.bus.kafka import parse_watermark_key
-from shared.bus.records import Record
-from shared.queueing import ConfigError
+from fleetplace.services.auditor.history import History
+from fleetplace.services.queue_placer.worker import QueueProcessor
+from fleetplace.shared.api.queues import ApplicationSubmission
+from fleetplace.shared.bus.codec import (
+    DEFAULT_LIMITS,
+    DecodeError,
+    DecodeLimits,
+    decode_object,
+    decode_record,
+)
+from fleetplace.shared.bus.envelope import parse_time
+from fleetplace.shared.bus.kafka import parse_watermark_key
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.queueing import ConfigError
 
 COMPARED = ("queue", "rule", "created", "rejected", "reason", "ruleSetVersion")
 QUEUE_CONFIGS = "queue-configs"

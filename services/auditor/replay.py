@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from services.auditor.history import DecisionRecord, History
-from services.scheduler.core import SchedulerOptions, SchedulerProcessor
-from shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_record
-from shared.bus.kafka import TP
-from shared.bus.records import Record
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.services.auditor.history import DecisionRecord, History
+from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_record
+from fleetplace.shared.bus.kafka import TP
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 DECISIONS = "decisions"
 PLACEMENTS = "placements"

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from services.auditor.batches import DecisionBatch, group_batches
-from services.auditor.history import DecisionRecord, History
-from services.auditor.replay import SourceReplay, WatermarkBehind
-from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.services.auditor.batches import DecisionBatch, group_batches
+from fleetplace.services.auditor.history import DecisionRecord, History
+from fleetplace.services.auditor.replay import SourceReplay, WatermarkBehind
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 Progress = Callable[[int, int], None]
 """Called with (diffs done, diffs in the history)."""

@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from services.auditor.audit import AuditReport
-from services.auditor.batches import DecisionBatch
-from services.auditor.history import DecisionRecord, History
-from services.auditor.replay import SourceReplay
-from services.auditor.walk import Auditor
-from shared.api.ocm import Placement
-from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.services.auditor.audit import AuditReport
+from fleetplace.services.auditor.batches import DecisionBatch
+from fleetplace.services.auditor.history import DecisionRecord, History
+from fleetplace.services.auditor.replay import SourceReplay
+from fleetplace.services.auditor.walk import Auditor
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 Decision = tuple[str, ...] | None  # None: the placement does not exist
 

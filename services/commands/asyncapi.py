@@ -1,7 +1,7 @@
 """`fleetplace docs asyncapi`: the topic contracts as an AsyncAPI 3.0 document.
 
-Generated from the topic catalogue (`shared.bus.topics`) and the payload models
-(`shared.api.decisions`, `shared.api.ocm`, `shared.api.queues`), so the document cannot drift
+Generated from the topic catalogue (`fleetplace.shared.bus.topics`) and the payload models
+(`fleetplace.shared.api.decisions`, `fleetplace.shared.api.ocm`, `fleetplace.shared.api.queues`), so the document cannot drift
 from the code: `docs/asyncapi.yaml` is this command's output, and a test fails when it is stale.
 """
 
@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from shared.api.decisions import (
+from fleetplace.shared.api.decisions import (
     SCHEMA_VERSION,
     AppPlacementRecord,
     ClockRecord,
@@ -25,15 +25,15 @@ from shared.api.decisions import (
     PlacementDecisions,
     TaintSetRecord,
 )
-from shared.api.ocm import (
+from fleetplace.shared.api.ocm import (
     AddOnPlacementScore,
     ManagedCluster,
     ManagedClusterSet,
     ManagedClusterSetBinding,
     Placement,
 )
-from shared.api.queues import ApplicationSubmission, PartitionConfig
-from shared.bus.topics import CATALOGUE, DEFAULT_PREFIX, TopicKind, TopicSpec
+from fleetplace.shared.api.queues import ApplicationSubmission, PartitionConfig
+from fleetplace.shared.bus.topics import CATALOGUE, DEFAULT_PREFIX, TopicKind, TopicSpec
 
 BINDING_VERSION = "0.5.0"
 

@@ -1,7 +1,7 @@
 """`fleetplace audit`, `explain`, `what-if` and `export`: answers from the topics alone.
 
 Each reads the history once (the scheduler's inputs and `decisions`, up to the high watermarks
-at start) and works offline on it with the auditor (`services.auditor`).
+at start) and works offline on it with the auditor (`fleetplace.services.auditor`).
 """
 
 from __future__ import annotations
@@ -23,20 +23,20 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from services.auditor.audit import AuditReport, audit
-from services.auditor.early import audit_topics
-from services.auditor.explain import Explanation, NoDecision, explain_decision
-from services.auditor.export import current_decisions, kubernetes_objects
-from services.auditor.history import History, HistoryError, read_history
-from services.auditor.whatif import PlacementWhatIf, what_if_engine, what_if_placement
-from services.commands.worker import Bootstrap, Prefix, _settings
-from shared.api.objects import ObjectError, documents_of, parse_object
-from shared.api.ocm import Placement
-from shared.bus.codec import DecodeLimits
-from shared.bus.errors import BusError
-from shared.bus.topics import Topics
-from shared.placement.options import EngineOptions
-from shared.settings import Settings
+from fleetplace.services.auditor.audit import AuditReport, audit
+from fleetplace.services.auditor.early import audit_topics
+from fleetplace.services.auditor.explain import Explanation, NoDecision, explain_decision
+from fleetplace.services.auditor.export import current_decisions, kubernetes_objects
+from fleetplace.services.auditor.history import History, HistoryError, read_history
+from fleetplace.services.auditor.whatif import PlacementWhatIf, what_if_engine, what_if_placement
+from fleetplace.services.commands.worker import Bootstrap, Prefix, _settings
+from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.bus.codec import DecodeLimits
+from fleetplace.shared.bus.errors import BusError
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.placement.options import EngineOptions
+from fleetplace.shared.settings import Settings
 
 _TIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 

@@ -16,12 +16,12 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from shared.bus.broker import MEMORY_STORAGE, EmbeddedBroker
-from shared.bus.errors import BusError, TopicLayoutError
-from shared.bus.kafka import make_producer, send_all, start_client
-from shared.bus.publish import InputKind, load_documents, plan_records, to_outgoing
-from shared.bus.records import OutgoingRecord
-from shared.bus.topics import (
+from fleetplace.shared.bus.broker import MEMORY_STORAGE, EmbeddedBroker
+from fleetplace.shared.bus.errors import BusError, TopicLayoutError
+from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
+from fleetplace.shared.bus.publish import InputKind, load_documents, plan_records, to_outgoing
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.topics import (
     CATALOGUE,
     Topics,
     TopicState,
@@ -29,7 +29,7 @@ from shared.bus.topics import (
     describe_catalogue,
     ensure_topics,
 )
-from shared.settings import KafkaSettings, Settings
+from fleetplace.shared.settings import KafkaSettings, Settings
 
 BootstrapOption = Annotated[
     str | None,

@@ -27,22 +27,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from services.scheduler.worker import SchedulerWorker
-from shared.bus.broker import EmbeddedBroker
-from shared.bus.codec import decode_object
-from shared.bus.errors import BusError
-from shared.bus.kafka import BroadcastReader, make_admin, make_producer, send_all, start_client
-from shared.bus.publish import (
+from fleetplace.services.scheduler.worker import SchedulerWorker
+from fleetplace.shared.bus.broker import EmbeddedBroker
+from fleetplace.shared.bus.codec import decode_object
+from fleetplace.shared.bus.errors import BusError
+from fleetplace.shared.bus.kafka import BroadcastReader, make_admin, make_producer, send_all, start_client
+from fleetplace.shared.bus.publish import (
     Document,
     PlannedRecord,
     load_documents,
     plan_document,
     to_outgoing,
 )
-from shared.bus.records import OutgoingRecord
-from shared.bus.topics import PLACEMENTS, TAINTS, Topics, ensure_topics
-from shared.logging import configure_logging
-from shared.settings import KafkaSettings, Settings
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.topics import PLACEMENTS, TAINTS, Topics, ensure_topics
+from fleetplace.shared.logging import configure_logging
+from fleetplace.shared.settings import KafkaSettings, Settings
 
 FLEET_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "fleet.yaml"
 UNREACHABLE = "cluster.open-cluster-management.io/unreachable"

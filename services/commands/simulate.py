@@ -17,13 +17,13 @@ import orjson
 import typer
 from pydantic import TypeAdapter, ValidationError
 
-from shared.api.admission import admit
-from shared.api.objects import ObjectError, documents_of, parse_object
-from shared.api.ocm import OcmObject, Placement, PlacementDecision
-from shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
-from shared.placement.engine import delete_object
-from shared.placement.explain import explain
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.shared.api.admission import admit
+from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
+from fleetplace.shared.api.ocm import OcmObject, Placement, PlacementDecision
+from fleetplace.shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
+from fleetplace.shared.placement.engine import delete_object
+from fleetplace.shared.placement.explain import explain
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 _TIME = TypeAdapter(datetime)
 

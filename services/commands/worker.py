@@ -10,12 +10,12 @@ import orjson
 import typer
 from pydantic import ValidationError
 
-from shared.bus.codec import decode_object
-from shared.bus.errors import BusError
-from shared.bus.kafka import BroadcastReader
-from shared.bus.topics import Topics
-from shared.logging import configure_from_settings
-from shared.settings import Settings
+from fleetplace.shared.bus.codec import decode_object
+from fleetplace.shared.bus.errors import BusError
+from fleetplace.shared.bus.kafka import BroadcastReader
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.logging import configure_from_settings
+from fleetplace.shared.settings import Settings
 
 worker_app = typer.Typer(
     help="Run a worker in the foreground (stops cleanly on SIGTERM/SIGINT).", no_args_is_help=True
@@ -66,7 +66,7 @@ def worker_scheduler(
     ] = "scheduler",
 ) -> None:
     """Consume the fleet and placement topics; publish decision diffs."""
-    from services.scheduler.worker import run_worker
+    from fleetplace.services.scheduler.worker import run_worker
 
     if clock not in (None, "wall", "topic"):
         typer.echo(f"error: --clock: expected wall or topic, got {clock!r}", err=True)
@@ -95,7 +95,7 @@ def worker_queues(
     ] = "queues",
 ) -> None:
     """Consume queue configs and application submissions; publish queue placements."""
-    from services.queue_placer.worker import run_queue_worker
+    from fleetplace.services.queue_placer.worker import run_queue_worker
 
     settings = _settings(bootstrap, prefix, http_port=http_port, queue_placer_group_id=group)
     configure_from_settings(settings)

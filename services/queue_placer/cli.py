@@ -23,8 +23,8 @@ import orjson
 import typer
 from pydantic import ValidationError
 
-from shared.api.queues import field_errors
-from shared.queueing import (
+from fleetplace.shared.api.queues import field_errors
+from fleetplace.shared.queueing import (
     ApplicationSubmission,
     ConfigError,
     PlacementOutcome,

@@ -28,12 +28,12 @@ from aiokafka import TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from pydantic import ValidationError
 
-from services.http import HttpServer
-from shared.api.queues import ApplicationSubmission
-from shared.bus.codec import DecodeLimits, decode_record, encode_json
-from shared.bus.envelope import dead_letter, format_time, new_envelope
-from shared.bus.errors import DecodeError
-from shared.bus.kafka import (
+from fleetplace.services.http import HttpServer
+from fleetplace.shared.api.queues import ApplicationSubmission
+from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
+from fleetplace.shared.bus.envelope import dead_letter, format_time, new_envelope
+from fleetplace.shared.bus.errors import DecodeError
+from fleetplace.shared.bus.kafka import (
     BroadcastReader,
     make_consumer,
     make_producer,
@@ -43,12 +43,12 @@ from shared.bus.kafka import (
     start_client,
     stop_with_leave,
 )
-from shared.bus.records import OutgoingRecord, Record
-from shared.bus.topics import Topics
-from shared.failpoints import Failpoint
-from shared.logging import get_logger
-from shared.queueing import ConfigError, QueuePlacer, parse_config
-from shared.settings import Settings
+from fleetplace.shared.bus.records import OutgoingRecord, Record
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.failpoints import Failpoint
+from fleetplace.shared.logging import get_logger
+from fleetplace.shared.queueing import ConfigError, QueuePlacer, parse_config
+from fleetplace.shared.settings import Settings
 
 log = get_logger("fleetplace.queues")
 SCHEMA_VERSION = 1

@@ -1,6 +1,6 @@
 """The scheduler worker's processor: state stores, trigger fan-out, timers and decision diffs.
 
-No I/O and no clock here: the Kafka shell (`services.scheduler.worker`) feeds decoded records
+No I/O and no clock here: the Kafka shell (`fleetplace.services.scheduler.worker`) feeds decoded records
 in, asks for the placements that are due, and publishes what `evaluate` returns. The same
 processor therefore runs in the worker, in the auditor and in tests.
 
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from shared.api.admission import admit
-from shared.api.objects import ObjectError, parse_object
-from shared.api.ocm import (
+from fleetplace.shared.api.admission import admit
+from fleetplace.shared.api.objects import ObjectError, parse_object
+from fleetplace.shared.api.ocm import (
     AddOnPlacementScore,
     ManagedCluster,
     ManagedClusterSet,
@@ -33,10 +33,10 @@ from shared.api.ocm import (
     Taint,
     TaintSet,
 )
-from shared.placement import PlacementEngine, ScheduleResult
-from shared.placement.fleet import ClusterInfo, SetSelectorError
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from shared.placement.plugins.taints import requeue_time
+from fleetplace.shared.placement import PlacementEngine, ScheduleResult
+from fleetplace.shared.placement.fleet import ClusterInfo, SetSelectorError
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.shared.placement.plugins.taints import requeue_time
 
 SCHEMA_VERSION = 1
 

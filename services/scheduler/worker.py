@@ -24,12 +24,12 @@ from aiohttp import web
 from aiokafka import ConsumerRebalanceListener, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from services.http import HttpServer
-from services.scheduler.core import SchedulerOptions, SchedulerProcessor
-from shared.bus.codec import DecodeLimits, decode_record, encode_json
-from shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter, parse_time
-from shared.bus.errors import DecodeError
-from shared.bus.kafka import (
+from fleetplace.services.http import HttpServer
+from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
+from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
+from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter, parse_time
+from fleetplace.shared.bus.errors import DecodeError
+from fleetplace.shared.bus.kafka import (
     Batch,
     BroadcastReader,
     caught_up,
@@ -41,11 +41,11 @@ from shared.bus.kafka import (
     start_client,
     stop_with_leave,
 )
-from shared.bus.records import OutgoingRecord, Record
-from shared.bus.topics import Topics
-from shared.logging import get_logger
-from shared.placement.options import EngineOptions
-from shared.settings import Settings
+from fleetplace.shared.bus.records import OutgoingRecord, Record
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.logging import get_logger
+from fleetplace.shared.placement.options import EngineOptions
+from fleetplace.shared.settings import Settings
 
 log = get_logger("fleetplace.scheduler")
 
@@ -504,8 +504,8 @@ class SchedulerWorker:
         return out
 
     async def _debug(self, request: web.Request) -> web.Response:
-        from services.commands.simulate import result_json
-        from shared.placement import schedule
+        from fleetplace.services.commands.simulate import result_json
+        from fleetplace.shared.placement import schedule
 
         key = f"{request.match_info['namespace']}/{request.match_info['name']}"
         placement = self.processor.fleet.placements.get(key)

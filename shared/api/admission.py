@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from shared.api.objects import ObjectError, object_ref
+from fleetplace.shared.api.objects import ObjectError, object_ref
 
 __all__ = ["AdmissionError", "admit"]
 

@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from shared.api.ocm import Taint
-from shared.api.queues import ApplicationSubmission
+from fleetplace.shared.api.ocm import Taint
+from fleetplace.shared.api.queues import ApplicationSubmission
 
 SCHEMA_VERSION = 1
 

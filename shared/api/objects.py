@@ -9,7 +9,7 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
-from shared.api.ocm import (
+from fleetplace.shared.api.ocm import (
     AddOnPlacementScore,
     ManagedCluster,
     ManagedClusterSet,

@@ -3,7 +3,7 @@
 The models read objects *as written*: an absent field keeps Go's zero value, because the
 placement controller sees objects that way (spec §1.4, "objects used exactly as written").
 The CRD defaults and the CRD validation an API server would apply live in
-:mod:`shared.api.admission`, applied where objects enter from users (publish, worker ingest).
+:mod:`fleetplace.shared.api.admission`, applied where objects enter from users (publish, worker ingest).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ key, and decode the way YuniKorn's YAML decoder does (spec §2, §4.1):
   rule's `parent` is an error.
 
 These models only check *shape*. The meaning — names, patterns, ACLs, rules, the static path
-check — is validated by `shared.queueing.parse_config`, which turns them into immutable rule
+check — is validated by `fleetplace.shared.queueing.parse_config`, which turns them into immutable rule
 objects.
 """
 

@@ -3,11 +3,18 @@
 Everything that talks to Kafka goes through here; no aiokafka type leaks past it.
 """
 
-from shared.bus.broker import EmbeddedBroker
-from shared.bus.codec import DecodeLimits, JSONObject, JSONValue, decode_object, decode_record, encode_json
-from shared.bus.envelope import DeadLetter, Envelope, new_envelope
-from shared.bus.errors import BusError, DecodeError, TopicLayoutError
-from shared.bus.kafka import (
+from fleetplace.shared.bus.broker import EmbeddedBroker
+from fleetplace.shared.bus.codec import (
+    DecodeLimits,
+    JSONObject,
+    JSONValue,
+    decode_object,
+    decode_record,
+    encode_json,
+)
+from fleetplace.shared.bus.envelope import DeadLetter, Envelope, new_envelope
+from fleetplace.shared.bus.errors import BusError, DecodeError, TopicLayoutError
+from fleetplace.shared.bus.kafka import (
     Batch,
     BroadcastReader,
     Watermark,
@@ -20,9 +27,9 @@ from shared.bus.kafka import (
     stop_with_leave,
     true_end_offsets,
 )
-from shared.bus.records import Delivered, OutgoingRecord, Record
-from shared.bus.subscriber import DecisionSubscriber as DecisionSubscriber
-from shared.bus.topics import TopicKind, Topics, ensure_topics
+from fleetplace.shared.bus.records import Delivered, OutgoingRecord, Record
+from fleetplace.shared.bus.subscriber import DecisionSubscriber as DecisionSubscriber
+from fleetplace.shared.bus.topics import TopicKind, Topics, ensure_topics
 
 __all__ = [
     "Batch",

@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Mapping
 from types import TracebackType
 
-from shared.bus.errors import BrokerError, BrokerPortInUseError
+from fleetplace.shared.bus.errors import BrokerError, BrokerPortInUseError
 
 DEFAULT_HOST = "127.0.0.1"
 MEMORY_STORAGE = "memory://tansu/"

@@ -13,15 +13,15 @@ from typing import Union
 import orjson
 from pydantic import BaseModel
 
-from shared.bus.errors import (
+from fleetplace.shared.bus.errors import (
     DecodeError,
     InvalidKeyError,
     MalformedJSONError,
     NestingTooDeepError,
     RecordTooLargeError,
 )
-from shared.bus.records import Record
-from shared.settings import Settings
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.settings import Settings
 
 JSONValue = Union[dict[str, "JSONValue"], list["JSONValue"], str, int, float, bool, None]  # noqa: UP007
 JSONObject = dict[str, JSONValue]

@@ -13,9 +13,9 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from shared.bus.codec import CONTENT_TYPE, JSONObject, encode_json
-from shared.bus.errors import EnvelopeError
-from shared.bus.records import Headers, OutgoingRecord, Record
+from fleetplace.shared.bus.codec import CONTENT_TYPE, JSONObject, encode_json
+from fleetplace.shared.bus.errors import EnvelopeError
+from fleetplace.shared.bus.records import Headers, OutgoingRecord, Record
 
 SPEC_VERSION = "1.0"
 DEADLETTER_TYPE = "io.fleetplace.deadletter"

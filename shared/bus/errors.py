@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class BusError(Exception):
-    """Base class of every error raised by `shared.bus`."""
+    """Base class of every error raised by `fleetplace.shared.bus`."""
 
 
 class BusConfigError(BusError):

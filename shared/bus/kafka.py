@@ -26,10 +26,10 @@ from aiokafka.helpers import create_ssl_context
 from aiokafka.partitioner import murmur2
 from aiokafka.protocol.group import LeaveGroupRequest
 
-from shared.bus.errors import BusConfigError, BusConnectionError, TopicLayoutError
-from shared.bus.records import Delivered, Headers, OutgoingRecord, Record, decode_key_lossless
-from shared.logging import get_logger
-from shared.settings import KafkaSettings
+from fleetplace.shared.bus.errors import BusConfigError, BusConnectionError, TopicLayoutError
+from fleetplace.shared.bus.records import Delivered, Headers, OutgoingRecord, Record, decode_key_lossless
+from fleetplace.shared.logging import get_logger
+from fleetplace.shared.settings import KafkaSettings
 
 log = get_logger("fleetplace.bus")
 

@@ -17,11 +17,11 @@ from typing import Any
 import orjson
 import yaml
 
-from shared.bus.codec import encode_json
-from shared.bus.envelope import new_envelope
-from shared.bus.errors import BusError
-from shared.bus.records import OutgoingRecord
-from shared.bus.topics import (
+from fleetplace.shared.bus.codec import encode_json
+from fleetplace.shared.bus.envelope import new_envelope
+from fleetplace.shared.bus.errors import BusError
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.topics import (
     APPLICATIONS,
     CLUSTERS,
     CLUSTERSETBINDINGS,
@@ -225,7 +225,7 @@ def _is_yunikorn_config(body: Any) -> bool:
 
 def _validate_ocm(doc: Document) -> None:
     # The same models the workers decode with: a bad object fails here, not in a dead-letter topic later.
-    from shared.api.objects import ObjectError, parse_object
+    from fleetplace.shared.api.objects import ObjectError, parse_object
 
     try:
         parse_object(doc.body, doc.where)

@@ -1,6 +1,6 @@
 """Typed records: what the bus layer hands to workers and takes from them.
 
-aiokafka's own record types are untyped; everything outside `shared.bus` sees only these.
+aiokafka's own record types are untyped; everything outside `fleetplace.shared.bus` sees only these.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ class Record:
 
     `key` is decoded from UTF-8. A key that is not valid UTF-8 is kept with
     `surrogateescape`, so `key_bytes` always gives the original bytes back;
-    `shared.bus.codec.check_key` rejects such a key with a reason.
+    `fleetplace.shared.bus.codec.check_key` rejects such a key with a reason.
     """
 
     topic: str

@@ -32,14 +32,14 @@ from typing import Any
 from aiokafka import TopicPartition
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from shared.api.decisions import DecisionDiff
-from shared.bus.codec import DEFAULT_LIMITS, DecodeLimits, decode_object
-from shared.bus.errors import DecodeError
-from shared.bus.kafka import caught_up, make_consumer, partitions_of, poll, start_client
-from shared.bus.records import Record
-from shared.bus.topics import DEFAULT_PREFIX, Topics
-from shared.logging import get_logger
-from shared.settings import KafkaSettings
+from fleetplace.shared.api.decisions import DecisionDiff
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits, decode_object
+from fleetplace.shared.bus.errors import DecodeError
+from fleetplace.shared.bus.kafka import caught_up, make_consumer, partitions_of, poll, start_client
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import DEFAULT_PREFIX, Topics
+from fleetplace.shared.logging import get_logger
+from fleetplace.shared.settings import KafkaSettings
 
 log = get_logger("fleetplace.subscriber")
 

@@ -15,10 +15,12 @@ from typing import Any
 
 from aiokafka.admin import NewTopic
 
-from shared.bus.errors import TopicLayoutError
-from shared.bus.kafka import make_admin, start_client
-from shared.bus.kafka import partition_for_key as partition_for_key  # where keys land, with the catalogue
-from shared.settings import KafkaSettings
+from fleetplace.shared.bus.errors import TopicLayoutError
+from fleetplace.shared.bus.kafka import make_admin, start_client
+from fleetplace.shared.bus.kafka import (
+    partition_for_key as partition_for_key,  # where keys land, with the catalogue
+)
+from fleetplace.shared.settings import KafkaSettings
 
 DEFAULT_PREFIX = "fleetplace."
 # placements, decisions and placement-decisions must share this count.

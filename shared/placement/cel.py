@@ -6,7 +6,7 @@ Usage::
     view = cluster_cel_view(raw_cluster)                             # cache per cluster version
     matched = evaluate_predicate_cel(compiled, view, name, scores)   # never raises
 
-Why a CEL engine of our own (``shared.placement._cel``) rather than a library. We measured the two
+Why a CEL engine of our own (``fleetplace.shared.placement._cel``) rather than a library. We measured the two
 Python CEL packages against what OCM's environment needs:
 
 * ``cel-python`` (``celpy``, pure Python): no optional syntax (``a.?b``, ``m[?k]``), no
@@ -52,13 +52,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from shared.placement._cel import ast
-from shared.placement._cel.checker import CheckErrors, check
-from shared.placement._cel.interpreter import Program, compile_program
-from shared.placement._cel.library import Frame
-from shared.placement._cel.parser import ParseError, parse
-from shared.placement._cel.values import CelEvalError, CostLimitExceeded
-from shared.placement._cel.view import ViewError, managed_cluster_view
+from fleetplace.shared.placement._cel import ast
+from fleetplace.shared.placement._cel.checker import CheckErrors, check
+from fleetplace.shared.placement._cel.interpreter import Program, compile_program
+from fleetplace.shared.placement._cel.library import Frame
+from fleetplace.shared.placement._cel.parser import ParseError, parse
+from fleetplace.shared.placement._cel.values import CelEvalError, CostLimitExceeded
+from fleetplace.shared.placement._cel.view import ViewError, managed_cluster_view
 
 __all__ = [
     "EXPRESSION_COST_LIMIT",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.placement.framework import Code, Status
+from fleetplace.shared.placement.framework import Code, Status
 
 
 @dataclass(frozen=True, slots=True)

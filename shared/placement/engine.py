@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from shared.api.ocm import (
+from fleetplace.shared.api.ocm import (
     AddOnPlacementScore,
     ManagedCluster,
     ManagedClusterSet,
@@ -20,8 +20,8 @@ from shared.api.ocm import (
     Placement,
     PlacementDecision,
 )
-from shared.placement.fleet import Fleet
-from shared.placement.scheduler import ScheduleResult, forget, prepare, schedule
+from fleetplace.shared.placement.fleet import Fleet
+from fleetplace.shared.placement.scheduler import ScheduleResult, forget, prepare, schedule
 
 
 def apply_object(fleet: Fleet, obj: OcmObject, raw: Mapping[str, Any] | None = None) -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from shared.api.ocm import Placement
-from shared.placement.fleet import Fleet
-from shared.placement.framework import ScheduleContext
-from shared.placement.scheduler import FILTERS, ScheduleResult
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.placement.fleet import Fleet
+from fleetplace.shared.placement.framework import ScheduleContext
+from fleetplace.shared.placement.scheduler import FILTERS, ScheduleResult
 
 
 def explain(result: ScheduleResult, placement: Placement, fleet: Fleet, now: datetime) -> dict[str, Any]:

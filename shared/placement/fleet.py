@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from shared.api.ocm import (
+from fleetplace.shared.api.ocm import (
     CLUSTERSET_LABEL,
     PLACEMENT_LABEL,
     AddOnPlacementScore,
@@ -30,8 +30,8 @@ from shared.api.ocm import (
     PlacementDecision,
     Taint,
 )
-from shared.placement.quantity import InvalidQuantity, approximate_float
-from shared.placement.selectors import CompiledSelector, SelectorError, compile_label_selector
+from fleetplace.shared.placement.quantity import InvalidQuantity, approximate_float
+from fleetplace.shared.placement.selectors import CompiledSelector, SelectorError, compile_label_selector
 
 __all__ = ["ClusterInfo", "DecisionStore", "Fleet", "SetSelectorError"]
 

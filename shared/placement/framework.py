@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from shared.api.ocm import Placement
-from shared.placement.fleet import Fleet
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.placement.fleet import Fleet
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]

@@ -6,9 +6,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from shared.api.ocm import GroupStrategy
-from shared.placement.fleet import ClusterInfo
-from shared.placement.selectors import (
+from fleetplace.shared.api.ocm import GroupStrategy
+from fleetplace.shared.placement.fleet import ClusterInfo
+from fleetplace.shared.placement.selectors import (
     EVERYTHING,
     CompiledSelector,
     SelectorError,

@@ -9,23 +9,23 @@ from typing import Any
 
 import numpy as np
 
-from shared.api.ocm import DISABLE_ANNOTATION, Placement
-from shared.placement.conditions import Condition, misconfigured_condition, satisfied_condition
-from shared.placement.fleet import Fleet, SetSelectorError
-from shared.placement.framework import (
+from fleetplace.shared.api.ocm import DISABLE_ANNOTATION, Placement
+from fleetplace.shared.placement.conditions import Condition, misconfigured_condition, satisfied_condition
+from fleetplace.shared.placement.fleet import Fleet, SetSelectorError
+from fleetplace.shared.placement.framework import (
     SUCCESS,
     Code,
     Filter,
     ScheduleContext,
     Status,
 )
-from shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from shared.placement.plugins.predicate import PredicateFilter, forget_compiled, warm_predicates
-from shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
-from shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
-from shared.placement.totals import EMPTY, Plan, Totals, aborted, plan_of, totals
-from shared.placement.weights import WeightError, resolve
+from fleetplace.shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.shared.placement.plugins.predicate import PredicateFilter, forget_compiled, warm_predicates
+from fleetplace.shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
+from fleetplace.shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
+from fleetplace.shared.placement.totals import EMPTY, Plan, Totals, aborted, plan_of, totals
+from fleetplace.shared.placement.weights import WeightError, resolve
 
 FILTERS: tuple[Filter, ...] = (PredicateFilter(), TaintTolerationFilter())
 # the debugger's names of the filter pipeline after each filter: "Predicate", "Predicate,TaintToleration"

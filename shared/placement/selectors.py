@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from shared.api.ocm import LabelSelector, LabelSelectorRequirement
+from fleetplace.shared.api.ocm import LabelSelector, LabelSelectorRequirement
 
 __all__ = ["CompiledSelector", "SelectorError", "compile_label_selector", "compile_requirements"]
 

@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from shared.placement.fleet import Fleet
-from shared.placement.framework import Code, IntArray, ScheduleContext, ScoreResult, Status
-from shared.placement.plugins.balance import Balance, balance_score, balance_scores
-from shared.placement.plugins.steady import STEADY_SCORE, Steady
-from shared.placement.weights import Weighted
+from fleetplace.shared.placement.fleet import Fleet
+from fleetplace.shared.placement.framework import Code, IntArray, ScheduleContext, ScoreResult, Status
+from fleetplace.shared.placement.plugins.balance import Balance, balance_score, balance_scores
+from fleetplace.shared.placement.plugins.steady import STEADY_SCORE, Steady
+from fleetplace.shared.placement.weights import Weighted
 
 SHARED_SCORES_KEPT = 4096
 BASES_KEPT = 256

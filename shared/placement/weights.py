@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.api.ocm import PrioritizerPolicy
-from shared.placement.framework import Code, Prioritizer, Status
-from shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from shared.placement.plugins.addon import AddOnScore
-from shared.placement.plugins.balance import Balance
-from shared.placement.plugins.prefer_no_select import PreferNoSelectPenalty
-from shared.placement.plugins.resource import ResourceAllocatable
-from shared.placement.plugins.steady import Steady
+from fleetplace.shared.api.ocm import PrioritizerPolicy
+from fleetplace.shared.placement.framework import Code, Prioritizer, Status
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.shared.placement.plugins.addon import AddOnScore
+from fleetplace.shared.placement.plugins.balance import Balance
+from fleetplace.shared.placement.plugins.prefer_no_select import PreferNoSelectPenalty
+from fleetplace.shared.placement.plugins.resource import ResourceAllocatable
+from fleetplace.shared.placement.plugins.steady import Steady
 
 BUILT_INS = ("Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory")
 

@@ -5,10 +5,10 @@ objects (or raises `ConfigError` listing every problem with its field path); a `
 built from it places applications, remembers the queues it created and can be reloaded.
 """
 
-from shared.api.queues import ApplicationSubmission, PlacementOutcome, RejectionReason
-from shared.queueing._config import PartitionSpec, QueueingConfig, parse_config
-from shared.queueing._errors import ConfigError, ConfigProblem, QueueingError, RuleEvaluationError
-from shared.queueing._placer import QueuePlacer, QueueState
+from fleetplace.shared.api.queues import ApplicationSubmission, PlacementOutcome, RejectionReason
+from fleetplace.shared.queueing._config import PartitionSpec, QueueingConfig, parse_config
+from fleetplace.shared.queueing._errors import ConfigError, ConfigProblem, QueueingError, RuleEvaluationError
+from fleetplace.shared.queueing._placer import QueuePlacer, QueueState
 
 __all__ = [
     "ApplicationSubmission",

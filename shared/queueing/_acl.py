@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.queueing._names import go_fields, go_trim_space, is_acl_group, is_acl_user
+from fleetplace.shared.queueing._names import go_fields, go_trim_space, is_acl_group, is_acl_user
 
 _WILDCARD = "*"
 

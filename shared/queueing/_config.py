@@ -11,16 +11,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from shared.api.queues import PlacementRuleConfig, QueueConfig, SchedulerConfig
-from shared.queueing._acl import ACL, NOBODY, coarse_problem, parse_acl, strict_problem
-from shared.queueing._decode import decode_document
-from shared.queueing._errors import ConfigError, ConfigProblem
-from shared.queueing._filter import build_filter, single_entry_problem, type_problem
-from shared.queueing._names import ROOT, go_lower, invalid_levels, is_queue_name, is_rule_name
-from shared.queueing._rules import RULE_TYPES, FixedRule, ProvidedRule, Rule, TagRule
-from shared.queueing._shape import PartitionDraft, shape
-from shared.queueing._static_check import static_path_problem
-from shared.queueing._tree import QueueSpec
+from fleetplace.shared.api.queues import PlacementRuleConfig, QueueConfig, SchedulerConfig
+from fleetplace.shared.queueing._acl import ACL, NOBODY, coarse_problem, parse_acl, strict_problem
+from fleetplace.shared.queueing._decode import decode_document
+from fleetplace.shared.queueing._errors import ConfigError, ConfigProblem
+from fleetplace.shared.queueing._filter import build_filter, single_entry_problem, type_problem
+from fleetplace.shared.queueing._names import ROOT, go_lower, invalid_levels, is_queue_name, is_rule_name
+from fleetplace.shared.queueing._rules import RULE_TYPES, FixedRule, ProvidedRule, Rule, TagRule
+from fleetplace.shared.queueing._shape import PartitionDraft, shape
+from fleetplace.shared.queueing._static_check import static_path_problem
+from fleetplace.shared.queueing._tree import QueueSpec
 
 DEFAULT_PARTITION = "default"
 

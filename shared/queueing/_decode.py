@@ -2,7 +2,7 @@
 
 Spec §4.1: YuniKorn decodes strictly. Besides unknown keys (the models catch those), that means
 a duplicate key is an error, and a plain scalar keeps its source text for string fields
-(`YamlScalar`, see `shared.api.queues`). Only the first YAML document is read, as Go's decoder
+(`YamlScalar`, see `fleetplace.shared.api.queues`). Only the first YAML document is read, as Go's decoder
 does. JSON is decoded with the same rules; it is tried first because a JSON file indented with
 tabs is not YAML.
 """
@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from shared.api.queues import YamlScalar
-from shared.queueing._errors import ConfigError, ConfigProblem
+from fleetplace.shared.api.queues import YamlScalar
+from fleetplace.shared.queueing._errors import ConfigError, ConfigProblem
 
 _TAG = "tag:yaml.org,2002:"
 _MAX_DEPTH = 200

@@ -22,7 +22,7 @@ class ConfigProblem:
 
 
 class QueueingError(Exception):
-    """Base class of every error raised by `shared.queueing`."""
+    """Base class of every error raised by `fleetplace.shared.queueing`."""
 
 
 class ConfigError(QueueingError):

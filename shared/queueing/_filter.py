@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import re2  # type: ignore[import-untyped]
 
-from shared.api.queues import FilterConfig
-from shared.queueing._names import has_regexp_marker, is_group_name, is_user_name
+from fleetplace.shared.api.queues import FilterConfig
+from fleetplace.shared.queueing._names import has_regexp_marker, is_group_name, is_user_name
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # a refused expression is reported as a config problem instead

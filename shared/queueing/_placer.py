@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from shared.api.queues import ApplicationSubmission, PlacementOutcome, RejectionReason
-from shared.queueing._config import DEFAULT_PARTITION, PartitionSpec, QueueingConfig, parse_config
-from shared.queueing._errors import RuleEvaluationError
-from shared.queueing._names import (
+from fleetplace.shared.api.queues import ApplicationSubmission, PlacementOutcome, RejectionReason
+from fleetplace.shared.queueing._config import DEFAULT_PARTITION, PartitionSpec, QueueingConfig, parse_config
+from fleetplace.shared.queueing._errors import RuleEvaluationError
+from fleetplace.shared.queueing._names import (
     DEFAULT_QUEUE,
     FORCE_TAG,
     RECOVERY_GROUP,
@@ -32,9 +32,9 @@ from shared.queueing._names import (
     is_queue_name,
     is_user_name,
 )
-from shared.queueing._principal import Principal, fold_tags
-from shared.queueing._rules import RecoveryRule
-from shared.queueing._tree import QueueNode, QueueTree
+from fleetplace.shared.queueing._principal import Principal, fold_tags
+from fleetplace.shared.queueing._rules import RecoveryRule
+from fleetplace.shared.queueing._tree import QueueNode, QueueTree
 
 _MEMO_LIMIT = 1 << 16  # bounds each cache; past it the cache starts over
 _RECOVERY = RecoveryRule()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shared.queueing._filter import Filter
-from shared.queueing._tree import QueueNode
+from fleetplace.shared.queueing._filter import Filter
+from fleetplace.shared.queueing._tree import QueueNode
 
 
 class Principal:

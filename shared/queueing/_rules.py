@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from shared.queueing._errors import RuleEvaluationError
-from shared.queueing._filter import Filter
-from shared.queueing._names import (
+from fleetplace.shared.queueing._errors import RuleEvaluationError
+from fleetplace.shared.queueing._filter import Filter
+from fleetplace.shared.queueing._names import (
     FORCE_TAG,
     RECOVERY_QUEUE,
     ROOT,
@@ -25,8 +25,8 @@ from shared.queueing._names import (
     is_valid_path,
     replace_dots,
 )
-from shared.queueing._principal import Principal
-from shared.queueing._tree import QueueTree
+from fleetplace.shared.queueing._principal import Principal
+from fleetplace.shared.queueing._tree import QueueTree
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,14 +12,14 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from shared.api.queues import (
+from fleetplace.shared.api.queues import (
     PartitionConfig,
     PlacementRuleConfig,
     QueueConfig,
     SchedulerConfig,
     field_errors,
 )
-from shared.queueing._errors import ConfigProblem
+from fleetplace.shared.queueing._errors import ConfigProblem
 
 _QUEUE_LIST = TypeAdapter(list[QueueConfig])
 _SPLIT_KEYS = ("queues", "placementrules")

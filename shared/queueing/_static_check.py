@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.api.queues import PlacementRuleConfig
-from shared.queueing._names import ROOT, go_lower
-from shared.queueing._tree import QueueSpec
+from fleetplace.shared.api.queues import PlacementRuleConfig
+from fleetplace.shared.queueing._names import ROOT, go_lower
+from fleetplace.shared.queueing._tree import QueueSpec
 
 _FIXED = "fixed"
 

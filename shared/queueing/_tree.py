@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from shared.queueing._acl import ACL, NOBODY
-from shared.queueing._names import RECOVERY_QUEUE, ROOT, go_lower
+from fleetplace.shared.queueing._acl import ACL, NOBODY
+from fleetplace.shared.queueing._names import RECOVERY_QUEUE, ROOT, go_lower
 
 
 @dataclass(frozen=True, slots=True)

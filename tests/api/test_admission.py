@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from shared.api.admission import AdmissionError, admit
-from shared.api.objects import parse_object
-from shared.api.ocm import Placement
+from fleetplace.shared.api.admission import AdmissionError, admit
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.api.ocm import Placement
 
 G = "cluster.open-cluster-management.io"
 
@@ -143,7 +143,7 @@ def test_cluster_set_gets_the_exclusive_label_selector_by_default() -> None:
 
 @pytest.mark.parametrize("value", ["3", 3.0, True])
 def test_integer_fields_take_only_json_integers_as_go_decodes_them(value: object) -> None:
-    from shared.api.objects import ObjectError
+    from fleetplace.shared.api.objects import ObjectError
 
     with pytest.raises(ObjectError, match=r"spec\.numberOfClusters"):
         parse_object(placement(numberOfClusters=value))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from shared.bus.kafka import BroadcastReader, make_producer, start_client
-from shared.bus.records import Record
-from shared.bus.topics import Topics, ensure_topics
+from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, start_client
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import Topics, ensure_topics
 
 
 async def read_all(broker: str, topics: Topics) -> list[Record]:

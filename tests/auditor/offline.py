@@ -1,7 +1,7 @@
 """A scheduler worker without Kafka: the same processor, fed poll by poll, writing the records a
 real worker and its producers would leave on the topics (offsets, partitions, CloudEvents source).
 
-It mirrors `services.scheduler.worker.SchedulerWorker._loop`: consume what arrived (input
+It mirrors `fleetplace.services.scheduler.worker.SchedulerWorker._loop`: consume what arrived (input
 records and the decisions read back), take the watermark once, evaluate the dirty placements,
 publish the diffs. Histories made with it are valid input for the auditor, in tests and in the
 benchmark, without running a broker-bound worker for minutes.
@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from services.scheduler.core import SchedulerProcessor
-from shared.bus.codec import DecodeError, decode_record, encode_json
-from shared.bus.envelope import new_envelope
-from shared.bus.kafka import Watermark, make_producer, start_client
-from shared.bus.records import Record
-from shared.bus.topics import Topics, ensure_topics, partition_for_key, planned_partitions
+from fleetplace.services.scheduler.core import SchedulerProcessor
+from fleetplace.shared.bus.codec import DecodeError, decode_record, encode_json
+from fleetplace.shared.bus.envelope import new_envelope
+from fleetplace.shared.bus.kafka import Watermark, make_producer, start_client
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import Topics, ensure_topics, partition_for_key, planned_partitions
 
 G = "cluster.open-cluster-management.io"
 TOPIC_OF = {

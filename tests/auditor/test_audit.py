@@ -10,11 +10,11 @@ from typing import Any
 import orjson
 import pytest
 
-from services.auditor.audit import audit, differing, expected_of
-from services.auditor.batches import group_batches
-from services.auditor.history import History, parse_decision
-from shared.bus.envelope import new_envelope
-from shared.bus.records import Record
+from fleetplace.services.auditor.audit import audit, differing, expected_of
+from fleetplace.services.auditor.batches import group_batches
+from fleetplace.services.auditor.history import History, parse_decision
+from fleetplace.shared.bus.envelope import new_envelope
+from fleetplace.shared.bus.records import Record
 from tests.auditor.offline import T0, OfflineWorker, base_fleet, busy_run, cluster, placement
 
 PREFIX = "p."
@@ -90,7 +90,7 @@ def test_a_forged_last_decision_is_the_only_mismatch_and_names_the_cluster() -> 
 def test_a_forged_decision_no_worker_could_read_is_reported_and_the_walk_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from services.auditor import parallel
+    from fleetplace.services.auditor import parallel
 
     monkeypatch.setattr(parallel, "MIN_DIFFS", 0)
     worker = busy_run(OfflineWorker(PREFIX, read_back=2))
@@ -307,7 +307,7 @@ def test_placement_and_since_narrow_what_is_checked_but_not_the_replay() -> None
 
 def test_the_fast_replay_ends_in_the_same_state_as_the_worker() -> None:
     """Coalescing, identical-value skipping and the skipped fan-out change nothing the engine reads."""
-    from services.auditor.replay import SourceReplay
+    from fleetplace.services.auditor.replay import SourceReplay
 
     worker = busy_run(OfflineWorker(PREFIX, read_back=2))
     history = history_of(worker.records())
@@ -331,7 +331,7 @@ def test_the_fast_replay_ends_in_the_same_state_as_the_worker() -> None:
 def test_checking_in_parallel_stretches_gives_the_single_walks_report(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from services.auditor import parallel
+    from fleetplace.services.auditor import parallel
 
     monkeypatch.setattr(parallel, "MIN_DIFFS", 0)
     worker = busy_run(OfflineWorker(PREFIX, read_back=2))
@@ -377,8 +377,8 @@ def _twins_run() -> OfflineWorker:
 
 
 def test_placements_that_cannot_differ_are_recomputed_once_and_a_forged_one_is_still_caught() -> None:
-    from services.auditor.audit import Checker
-    from services.auditor.walk import Auditor
+    from fleetplace.services.auditor.audit import Checker
+    from fleetplace.services.auditor.walk import Auditor
 
     worker = _twins_run()
     history = history_of(worker.records())

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.auditor.batches import group_batches
-from services.auditor.history import DecisionRecord
+from fleetplace.services.auditor.batches import group_batches
+from fleetplace.services.auditor.history import DecisionRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 WATERMARKS = [(("clusters/0", 3), ("placements/0", 1)), (("clusters/0", 5),), ()]

@@ -7,10 +7,10 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from services.commands.asyncapi import PAYLOADS, build_document, render
-from services.scheduler.core import SchedulerProcessor
-from shared.api.decisions import DecisionDiff, PlacementDecisions
-from shared.bus.topics import CATALOGUE, TopicKind
+from fleetplace.services.commands.asyncapi import PAYLOADS, build_document, render
+from fleetplace.services.scheduler.core import SchedulerProcessor
+from fleetplace.shared.api.decisions import DecisionDiff, PlacementDecisions
+from fleetplace.shared.bus.topics import CATALOGUE, TopicKind
 from tests.auditor.offline import OfflineWorker, busy_run
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "asyncapi.yaml"
@@ -44,7 +44,7 @@ def test_every_topic_has_a_channel_with_key_payload_and_headers() -> None:
 
 
 def test_docs_asyncapi_writes_the_document(tmp_path: Path) -> None:
-    from services.cli import app
+    from fleetplace.services.cli import app
 
     target = tmp_path / "asyncapi.yaml"
     result = CliRunner().invoke(app, ["docs", "asyncapi", "-o", str(target)])

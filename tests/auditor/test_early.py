@@ -9,14 +9,14 @@ from typing import Any, cast
 
 import pytest
 
-from services.auditor.audit import AuditReport, Checker, audit
-from services.auditor.early import audit_topics, batch_key, read_first_stretch
-from services.auditor.history import History, read_history
-from services.auditor.walk import Auditor
-from shared.bus.codec import DEFAULT_LIMITS
-from shared.bus.records import Record
-from shared.bus.topics import Topics
-from shared.testing import unique_topic_prefix
+from fleetplace.services.auditor.audit import AuditReport, Checker, audit
+from fleetplace.services.auditor.early import audit_topics, batch_key, read_first_stretch
+from fleetplace.services.auditor.history import History, read_history
+from fleetplace.services.auditor.walk import Auditor
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.testing import unique_topic_prefix
 from tests.auditor.offline import T0, OfflineWorker, busy_run, cluster, write_to_broker
 from tests.auditor.test_audit import PREFIX, decision_value, forge_decisions, history_of, rewrite
 

@@ -19,14 +19,14 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from services.auditor import audit, read_history
-from services.auditor.whatif import what_if_placement
-from shared.api.decisions import DecisionDiff
-from shared.api.objects import parse_object
-from shared.api.ocm import Placement
-from shared.bus.records import Record
-from shared.bus.topics import CATALOGUE, Topics, ensure_topics
-from shared.testing import unique_topic_prefix
+from fleetplace.services.auditor import audit, read_history
+from fleetplace.services.auditor.whatif import what_if_placement
+from fleetplace.shared.api.decisions import DecisionDiff
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import CATALOGUE, Topics, ensure_topics
+from fleetplace.shared.testing import unique_topic_prefix
 from tests.auditor.copying import copy_topics
 from tests.auditor.offline import ADDON, GOLD, UNREACHABLE, base_fleet, cluster, placement, score
 from tests.scheduler.harness import Bus, running, settings_for
@@ -38,7 +38,7 @@ RELABEL_C2 = cluster("c2", {"tier": "gold"}, cpu=30)
 
 
 def _cli() -> Any:
-    from services.cli import app
+    from fleetplace.services.cli import app
 
     return app
 

@@ -6,16 +6,16 @@ from datetime import timedelta
 
 import pytest
 
-from services.auditor.explain import NoDecision, explain_decision
-from services.auditor.export import fold_decisions, fold_placement_decisions, kubernetes_objects
-from services.auditor.history import History
-from services.auditor.whatif import what_if_placement
-from services.scheduler.core import SchedulerProcessor
-from shared.api.objects import parse_object
-from shared.api.ocm import Placement
-from shared.bus.codec import encode_json
-from shared.bus.envelope import parse_time
-from shared.bus.records import Record
+from fleetplace.services.auditor.explain import NoDecision, explain_decision
+from fleetplace.services.auditor.export import fold_decisions, fold_placement_decisions, kubernetes_objects
+from fleetplace.services.auditor.history import History
+from fleetplace.services.auditor.whatif import what_if_placement
+from fleetplace.services.scheduler.core import SchedulerProcessor
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.bus.codec import encode_json
+from fleetplace.shared.bus.envelope import parse_time
+from fleetplace.shared.bus.records import Record
 from tests.auditor.offline import T0, UNREACHABLE, OfflineWorker, base_fleet, busy_run, cluster, placement
 
 PREFIX = "p."

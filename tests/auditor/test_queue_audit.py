@@ -10,18 +10,18 @@ from typing import Any
 import orjson
 import pytest
 
-from services.auditor import audit, read_history
-from services.auditor.history import History
-from services.auditor.queues import audit_app_placements
-from services.queue_placer.worker import QueueProcessor
-from shared.api.decisions import AppPlacementRecord
-from shared.api.queues import ApplicationSubmission
-from shared.bus.codec import DecodeError, decode_record, encode_json
-from shared.bus.envelope import new_envelope
-from shared.bus.records import Record
-from shared.bus.topics import Topics, partition_for_key, planned_partitions
-from shared.queueing import ConfigError
-from shared.testing import unique_topic_prefix
+from fleetplace.services.auditor import audit, read_history
+from fleetplace.services.auditor.history import History
+from fleetplace.services.auditor.queues import audit_app_placements
+from fleetplace.services.queue_placer.worker import QueueProcessor
+from fleetplace.shared.api.decisions import AppPlacementRecord
+from fleetplace.shared.api.queues import ApplicationSubmission
+from fleetplace.shared.bus.codec import DecodeError, decode_record, encode_json
+from fleetplace.shared.bus.envelope import new_envelope
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import Topics, partition_for_key, planned_partitions
+from fleetplace.shared.queueing import ConfigError
+from fleetplace.shared.testing import unique_topic_prefix
 from tests.auditor.copying import copy_topics
 from tests.queue_worker.test_worker import Bus, app, partition, running, settings_for
 
@@ -132,7 +132,7 @@ def test_the_queue_workers_placements_reproduce_and_a_forged_one_fails_the_audit
     topics = Topics(prefix)
 
     async def run() -> None:
-        from shared.bus.topics import ensure_topics
+        from fleetplace.shared.bus.topics import ensure_topics
 
         await ensure_topics(broker, topics)
         async with Bus(broker, topics) as bus:

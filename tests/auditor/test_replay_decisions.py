@@ -14,11 +14,11 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.auditor.history import History
-from services.auditor.replay import SourceReplay
-from services.scheduler.core import InvalidRecord, SchedulerProcessor
-from shared.bus.codec import decode_record
-from shared.bus.records import Record
+from fleetplace.services.auditor.history import History
+from fleetplace.services.auditor.replay import SourceReplay
+from fleetplace.services.scheduler.core import InvalidRecord, SchedulerProcessor
+from fleetplace.shared.bus.codec import decode_record
+from fleetplace.shared.bus.records import Record
 
 KEYS = ["ns/a", "ns/b"]
 

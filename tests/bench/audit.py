@@ -28,14 +28,14 @@ from typing import Any
 
 import orjson
 
-from services.auditor.audit import AuditReport
-from services.auditor.early import audit_topics
-from services.auditor.history import INPUT_TOPICS
-from shared import native
-from shared.bus.kafka import BroadcastReader
-from shared.bus.records import Record
-from shared.bus.topics import Topics
-from shared.testing import running_broker, unique_topic_prefix
+from fleetplace.services.auditor.audit import AuditReport
+from fleetplace.services.auditor.early import audit_topics
+from fleetplace.services.auditor.history import INPUT_TOPICS
+from fleetplace.shared import native
+from fleetplace.shared.bus.kafka import BroadcastReader
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.testing import running_broker, unique_topic_prefix
 from tests.auditor.offline import (
     ADDON,
     T0,

@@ -48,10 +48,10 @@ from typing import Any
 import orjson
 from aiokafka.admin import NewTopic
 
-from shared.bus.broker import free_port
-from shared.bus.codec import encode_json
-from shared.bus.envelope import parse_time
-from shared.bus.kafka import (
+from fleetplace.shared.bus.broker import free_port
+from fleetplace.shared.bus.codec import encode_json
+from fleetplace.shared.bus.envelope import parse_time
+from fleetplace.shared.bus.kafka import (
     BroadcastReader,
     make_admin,
     make_consumer,
@@ -62,9 +62,9 @@ from shared.bus.kafka import (
     stop_with_leave,
     true_end_offsets,
 )
-from shared.bus.records import OutgoingRecord, Record
-from shared.bus.topics import DEFAULT_WORK_PARTITIONS, Topics
-from shared.testing import create_topics, running_broker
+from fleetplace.shared.bus.records import OutgoingRecord, Record
+from fleetplace.shared.bus.topics import DEFAULT_WORK_PARTITIONS, Topics
+from fleetplace.shared.testing import create_topics, running_broker
 from tests.bench.scenario import fleet_objects, placement
 
 CLUSTERS = 1000
@@ -134,7 +134,16 @@ def process(args: list[str], name: str) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def worker_command(bootstrap: str, prefix: str, http_port: int, profile: str | None) -> list[str]:
-    cli = ["-m", "services.cli", "worker", "scheduler", "--bootstrap", bootstrap, "--prefix", prefix]
+    cli = [
+        "-m",
+        "fleetplace.services.cli",
+        "worker",
+        "scheduler",
+        "--bootstrap",
+        bootstrap,
+        "--prefix",
+        prefix,
+    ]
     cli += ["--group", f"{prefix}scheduler", "--http-port", str(http_port)]
     profiler = ["-m", "cProfile", "-o", profile] if profile else []
     return [sys.executable, *profiler, *cli]

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 
 import orjson
 
-from shared.api.objects import parse_object
-from shared.placement import PlacementEngine, apply_object, schedule
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import PlacementEngine, apply_object, schedule
 from tests.bench.scenario import fleet_objects, placement, spread_placement
 
 NOW = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import orjson
 
-from shared.queueing import ApplicationSubmission, QueuePlacer, parse_config
+from fleetplace.shared.queueing import ApplicationSubmission, QueuePlacer, parse_config
 
 APPS = 100_000
 RUNS = 5

@@ -12,10 +12,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.commands.simulate import Scenario, _objects, run_scenario
-from shared.api.objects import parse_object
-from shared.placement import fleet_of, schedule
-from shared.placement.options import EngineOptions
+from fleetplace.services.commands.simulate import Scenario, _objects, run_scenario
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import fleet_of, schedule
+from fleetplace.shared.placement.options import EngineOptions
 
 G = "cluster.open-cluster-management.io"
 NOW = datetime(2026, 11, 22, tzinfo=UTC)

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.bus import broker as broker_module
-from shared.bus.broker import EmbeddedBroker
-from shared.bus.errors import BrokerPortInUseError
-from shared.bus.topics import Topics, ensure_topics
+from fleetplace.shared.bus import broker as broker_module
+from fleetplace.shared.bus.broker import EmbeddedBroker
+from fleetplace.shared.bus.errors import BrokerPortInUseError
+from fleetplace.shared.bus.topics import Topics, ensure_topics
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +76,7 @@ async def test_async_context_serves_clients(topic_prefix: str) -> None:
 
 
 def test_broker_command_prints_bootstrap_and_stops_cleanly_on_sigterm() -> None:
-    code = "import typer; from services.commands import bus; app = typer.Typer(); bus.register(app); app()"
+    code = "import typer; from fleetplace.services.commands import bus; app = typer.Typer(); bus.register(app); app()"
     process = subprocess.Popen(
         [sys.executable, "-c", code, "broker"],
         stdout=subprocess.PIPE,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import BaseModel
 
-from shared.bus.codec import (
+from fleetplace.shared.bus.codec import (
     DecodeLimits,
     decode_json,
     decode_key,
@@ -16,13 +16,13 @@ from shared.bus.codec import (
     encode_json,
     encode_value,
 )
-from shared.bus.errors import (
+from fleetplace.shared.bus.errors import (
     InvalidKeyError,
     MalformedJSONError,
     NestingTooDeepError,
     RecordTooLargeError,
 )
-from shared.bus.records import Record, decode_key_lossless
+from fleetplace.shared.bus.records import Record, decode_key_lossless
 
 
 def _record(key: bytes | None, value: bytes | None) -> Record:
@@ -110,7 +110,7 @@ def test_decode_record_requires_a_key_and_passes_tombstones() -> None:
 
 
 def test_limits_come_from_settings() -> None:
-    from shared.settings import Settings
+    from fleetplace.shared.settings import Settings
 
     limits = DecodeLimits.from_settings(Settings(max_record_bytes=10, max_json_depth=3))
     assert limits == DecodeLimits(max_record_bytes=10, max_depth=3)

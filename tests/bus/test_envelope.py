@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
-from shared.bus.envelope import DeadLetter, Envelope, HeaderStamp, dead_letter, new_envelope
-from shared.bus.errors import EnvelopeError
-from shared.bus.records import Record, decode_key_lossless
+from fleetplace.shared.bus.envelope import DeadLetter, Envelope, HeaderStamp, dead_letter, new_envelope
+from fleetplace.shared.bus.errors import EnvelopeError
+from fleetplace.shared.bus.records import Record, decode_key_lossless
 
 AT = datetime(2026, 11, 22, 5, 0, 0, 123000, tzinfo=UTC)
 

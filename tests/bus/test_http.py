@@ -7,8 +7,8 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from prometheus_client import CollectorRegistry, Counter
 
-from services.http import HttpServer, create_app
-from shared.settings import Settings
+from fleetplace.services.http import HttpServer, create_app
+from fleetplace.shared.settings import Settings
 
 
 async def _debug_placement(request: web.Request) -> web.Response:

@@ -11,10 +11,10 @@ import pytest
 from aiokafka import TopicPartition
 from aiokafka.errors import MessageSizeTooLargeError
 
-from shared.bus.codec import DecodeLimits, decode_object, decode_record
-from shared.bus.envelope import DeadLetter, Envelope, dead_letter, new_envelope
-from shared.bus.errors import BusConfigError, BusConnectionError, DecodeError, TopicLayoutError
-from shared.bus.kafka import (
+from fleetplace.shared.bus.codec import DecodeLimits, decode_object, decode_record
+from fleetplace.shared.bus.envelope import DeadLetter, Envelope, dead_letter, new_envelope
+from fleetplace.shared.bus.errors import BusConfigError, BusConnectionError, DecodeError, TopicLayoutError
+from fleetplace.shared.bus.kafka import (
     BroadcastReader,
     Watermark,
     make_consumer,
@@ -26,9 +26,9 @@ from shared.bus.kafka import (
     stop_with_leave,
     true_end_offsets,
 )
-from shared.bus.records import OutgoingRecord, Record
-from shared.bus.topics import Topics, ensure_topics
-from shared.testing import EXTERNAL_BOOTSTRAP_ENV
+from fleetplace.shared.bus.records import OutgoingRecord, Record
+from fleetplace.shared.bus.topics import Topics, ensure_topics
+from fleetplace.shared.testing import EXTERNAL_BOOTSTRAP_ENV
 
 pytestmark = pytest.mark.integration
 
@@ -307,7 +307,7 @@ async def test_latest_offset_reset_is_refused() -> None:
 
 
 async def test_unreachable_broker_is_a_connection_error() -> None:
-    from shared.bus.broker import free_port
+    from fleetplace.shared.bus.broker import free_port
 
     producer = make_producer(f"127.0.0.1:{free_port()}", request_timeout_ms=2000)
     with pytest.raises(BusConnectionError, match="cannot reach Kafka"):

@@ -10,10 +10,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from services.commands import bus as bus_commands
-from shared.bus.envelope import Envelope
-from shared.bus.kafka import BroadcastReader
-from shared.bus.publish import (
+from fleetplace.services.commands import bus as bus_commands
+from fleetplace.shared.bus.envelope import Envelope
+from fleetplace.shared.bus.kafka import BroadcastReader
+from fleetplace.shared.bus.publish import (
     Document,
     InputKind,
     PublishInputError,
@@ -21,8 +21,8 @@ from shared.bus.publish import (
     load_documents,
     plan_records,
 )
-from shared.bus.records import Record
-from shared.bus.topics import Topics, ensure_topics
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import Topics, ensure_topics
 
 FLEET_YAML = """\
 apiVersion: cluster.open-cluster-management.io/v1

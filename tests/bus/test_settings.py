@@ -14,10 +14,10 @@ import pytest
 import structlog
 from pydantic import ValidationError
 
-from shared.bus.errors import BusConfigError
-from shared.bus.kafka import client_options
-from shared.logging import configure_logging, get_logger
-from shared.settings import KafkaSettings, Settings
+from fleetplace.shared.bus.errors import BusConfigError
+from fleetplace.shared.bus.kafka import client_options
+from fleetplace.shared.logging import configure_logging, get_logger
+from fleetplace.shared.settings import KafkaSettings, Settings
 
 PASSWORD = "hunter2-sasl-password"
 TOKEN = "debug-token-9f8e7d"
@@ -148,7 +148,7 @@ def test_tls_context_loads_ca_cert_and_key_files(tmp_path: Path) -> None:
 
 
 async def test_idempotent_producers_follow_kafka_enable_idempotence(monkeypatch: pytest.MonkeyPatch) -> None:
-    from shared.bus.kafka import make_producer
+    from fleetplace.shared.bus.kafka import make_producer
 
     monkeypatch.delenv("KAFKA_ENABLE_IDEMPOTENCE", raising=False)
     assert KafkaSettings(bootstrap_servers="127.0.0.1:9").enable_idempotence is False

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from shared.bus.kafka import BroadcastReader
+from fleetplace.shared.bus.kafka import BroadcastReader
 
 
 class Offsets:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from shared.bus.errors import TopicLayoutError
-from shared.bus.kafka import BroadcastReader, make_producer, send_all
-from shared.bus.records import OutgoingRecord
-from shared.bus.topics import (
+from fleetplace.shared.bus.errors import TopicLayoutError
+from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.topics import (
     CATALOGUE,
     TopicKind,
     Topics,

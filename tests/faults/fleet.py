@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.api.admission import admit
-from shared.api.objects import parse_object
-from shared.placement import PlacementEngine, apply_object
+from fleetplace.shared.api.admission import admit
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import PlacementEngine, apply_object
 
 G = "cluster.open-cluster-management.io"
 SET_LABEL = f"{G}/clusterset"

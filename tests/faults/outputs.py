@@ -13,10 +13,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.bus.codec import decode_object
-from shared.bus.kafka import BroadcastReader
-from shared.bus.records import Record
-from shared.bus.topics import Topics
+from fleetplace.shared.bus.codec import decode_object
+from fleetplace.shared.bus.kafka import BroadcastReader
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import Topics
 from tests.faults.fleet import Decision
 
 

@@ -16,8 +16,8 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from shared.bus.broker import EmbeddedBroker, free_port
-from shared.bus.errors import BrokerPortInUseError
+from fleetplace.shared.bus.broker import EmbeddedBroker, free_port
+from fleetplace.shared.bus.errors import BrokerPortInUseError
 
 S3_BUCKET = "tansu"
 
@@ -237,7 +237,7 @@ class WorkerProcess:
         command = [
             sys.executable,
             "-m",
-            "services.cli",
+            "fleetplace.services.cli",
             "worker",
             "scheduler",
             "--bootstrap",

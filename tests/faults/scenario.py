@@ -21,13 +21,13 @@ from typing import Any, Literal
 import orjson
 from aiokafka.errors import KafkaError
 
-from shared.bus.broker import MEMORY_STORAGE
-from shared.bus.codec import encode_json
-from shared.bus.errors import BusError
-from shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
-from shared.bus.records import OutgoingRecord
-from shared.bus.topics import Topics
-from shared.testing import create_topics, unique_topic_prefix
+from fleetplace.shared.bus.broker import MEMORY_STORAGE
+from fleetplace.shared.bus.codec import encode_json
+from fleetplace.shared.bus.errors import BusError
+from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.testing import create_topics, unique_topic_prefix
 from tests.faults.fleet import Change, FleetModel
 from tests.faults.outputs import Outputs, Verdict, diverging, read_all, verdict
 from tests.faults.processes import S3_BUCKET, FaultyBroker, MotoS3, WorkerProcess
@@ -283,7 +283,7 @@ async def audit(bootstrap: str, prefix: str, timeout: float = 300) -> dict[str, 
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "services.cli",
+        "fleetplace.services.cli",
         "audit",
         "--json",
         "--bootstrap",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.scheduler.worker import SchedulerWorker
-from shared.bus.kafka import Batch
-from shared.settings import KafkaSettings, Settings
+from fleetplace.services.scheduler.worker import SchedulerWorker
+from fleetplace.shared.bus.kafka import Batch
+from fleetplace.shared.settings import KafkaSettings, Settings
 
 
 class _Reader:

@@ -16,8 +16,8 @@ from collections import Counter
 import pytest
 from aiokafka import TopicPartition
 
-from shared.bus.kafka import make_consumer, partitions_of, start_client
-from shared.bus.topics import Topics
+from fleetplace.shared.bus.kafka import make_consumer, partitions_of, start_client
+from fleetplace.shared.bus.topics import Topics
 from tests.proc import stop_process
 from tests.queue_worker.test_worker import USER_RULE, Bus, app, partition, start_worker
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-import services.scheduler.worker as worker_module
-from services.scheduler.worker import SchedulerWorker
-from shared.bus.kafka import Batch, Watermark
-from shared.bus.records import Record
-from shared.settings import KafkaSettings, Settings
+import fleetplace.services.scheduler.worker as worker_module
+from fleetplace.services.scheduler.worker import SchedulerWorker
+from fleetplace.shared.bus.kafka import Batch, Watermark
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.settings import KafkaSettings, Settings
 from tests.fuzz import hostile as H
 
 PREFIX = "t."

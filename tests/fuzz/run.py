@@ -25,10 +25,10 @@ from typing import Any
 
 import orjson
 
-from shared.bus.broker import EmbeddedBroker
-from shared.bus.kafka import make_producer, send_all, start_client
-from shared.bus.records import OutgoingRecord
-from shared.testing import create_topics, unique_topic_prefix
+from fleetplace.shared.bus.broker import EmbeddedBroker
+from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.testing import create_topics, unique_topic_prefix
 from tests.faults.outputs import Outputs
 from tests.faults.processes import WorkerProcess
 from tests.fuzz.hostile import GOOD_DECISION, GOOD_NAMESPACE, Hostile, stream

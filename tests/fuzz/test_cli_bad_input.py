@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from services.cli import app
+from fleetplace.services.cli import app
 from tests.fuzz import hostile as H
 
 COMMANDS = (["simulate"], ["publish", "--dry-run"])

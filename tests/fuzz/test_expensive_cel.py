@@ -15,9 +15,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.api.admission import admit
-from shared.api.objects import parse_object
-from shared.placement import PlacementEngine, apply_object
+from fleetplace.shared.api.admission import admit
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import PlacementEngine, apply_object
 from tests.fuzz import hostile as H
 
 CLUSTERS = 4

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.scheduler.worker import SchedulerWorker
-from shared.bus.envelope import DeadLetter
-from shared.bus.records import Record
-from shared.settings import KafkaSettings, Settings
+from fleetplace.services.scheduler.worker import SchedulerWorker
+from fleetplace.shared.bus.envelope import DeadLetter
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.settings import KafkaSettings, Settings
 from tests.fuzz import hostile as H
 
 PREFIX = "t."

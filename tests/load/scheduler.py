@@ -31,12 +31,12 @@ from typing import Any
 
 import orjson
 
-from shared.bus.broker import EmbeddedBroker
-from shared.bus.codec import encode_json
-from shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
-from shared.bus.records import OutgoingRecord
-from shared.bus.topics import Topics
-from shared.testing import create_topics, unique_topic_prefix
+from fleetplace.shared.bus.broker import EmbeddedBroker
+from fleetplace.shared.bus.codec import encode_json
+from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.testing import create_topics, unique_topic_prefix
 from tests.faults.fleet import expected_decisions
 from tests.faults.outputs import diverging
 from tests.faults.processes import WorkerProcess, peak_rss_mb

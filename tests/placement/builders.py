@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.api.objects import parse_object
-from shared.placement import ScheduleResult, fleet_of, schedule
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import ScheduleResult, fleet_of, schedule
 
 GROUP = "cluster.open-cluster-management.io"
 CLUSTERSET_LABEL = f"{GROUP}/clusterset"

@@ -11,8 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.placement import cel
-from shared.placement.cel import CelCompileError, cluster_cel_view, compile_cel, evaluate_predicate_cel
+from fleetplace.shared.placement import cel
+from fleetplace.shared.placement.cel import (
+    CelCompileError,
+    cluster_cel_view,
+    compile_cel,
+    evaluate_predicate_cel,
+)
 
 Scores = dict[tuple[str, str], list[tuple[str, int]]]
 

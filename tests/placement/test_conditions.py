@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from shared.placement.conditions import misconfigured_condition, satisfied_condition
-from shared.placement.framework import Code, Status
+from fleetplace.shared.placement.conditions import misconfigured_condition, satisfied_condition
+from fleetplace.shared.placement.framework import Code, Status
 
 from .builders import (
     ALL_SCHEDULED,

@@ -13,9 +13,9 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.api.objects import parse_object
-from shared.placement import apply_object
-from shared.placement.fleet import Fleet
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import apply_object
+from fleetplace.shared.placement.fleet import Fleet
 
 from .builders import cluster
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared.api.ocm import ManagedCluster, Taint
-from shared.placement.fleet import ClusterInfo, Fleet
+from fleetplace.shared.api.ocm import ManagedCluster, Taint
+from fleetplace.shared.placement.fleet import ClusterInfo, Fleet
 
 
 def _cluster() -> tuple[ManagedCluster, dict[str, object]]:

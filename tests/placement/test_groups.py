@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.placement import ScheduleResult
-from shared.placement.groups import GroupError, group_length
+from fleetplace.shared.placement import ScheduleResult
+from fleetplace.shared.placement.groups import GroupError, group_length
 
 from .builders import (
     NO_BINDINGS,

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.api.objects import parse_object
-from shared.placement import PlacementEngine, apply_object
-from shared.placement.engine import delete_object
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import PlacementEngine, apply_object
+from fleetplace.shared.placement.engine import delete_object
 
 from .builders import (
     NOW,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from shared.api.objects import parse_object
-from shared.api.ocm import ManagedClusterSet, Placement
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.api.ocm import ManagedClusterSet, Placement
 
 from .builders import (
     binding,

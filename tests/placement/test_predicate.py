@@ -143,11 +143,11 @@ def test_filters_happen_before_prioritizers_see_the_clusters() -> None:
 def test_placements_with_the_same_predicates_share_one_survivor_array_while_the_fleet_stays() -> None:
     """What is computed from the survivors (shared scores, bases) is kept per array: placements
     with the same predicates must get the same array, and a changed cluster a fresh, right one."""
-    from shared.api.objects import parse_object
-    from shared.placement import apply_object
-    from shared.placement.framework import ScheduleContext
-    from shared.placement.plugins.predicate import PredicateFilter
-    from shared.placement.scheduler import _eligible
+    from fleetplace.shared.api.objects import parse_object
+    from fleetplace.shared.placement import apply_object
+    from fleetplace.shared.placement.framework import ScheduleContext
+    from fleetplace.shared.placement.plugins.predicate import PredicateFilter
+    from fleetplace.shared.placement.scheduler import _eligible
 
     from .builders import NOW, NS, fleet_of, placement
 

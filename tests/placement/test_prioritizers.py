@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from shared.placement import ScheduleResult
+from fleetplace.shared.placement import ScheduleResult
 
 from .builders import (
     ALL_SCHEDULED,

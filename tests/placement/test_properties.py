@@ -13,9 +13,9 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.commands.simulate import Scenario, run_scenario
-from shared.api.objects import parse_object
-from shared.placement import ScheduleResult, fleet_of, schedule
+from fleetplace.services.commands.simulate import Scenario, run_scenario
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import ScheduleResult, fleet_of, schedule
 
 from .builders import (
     NOW,

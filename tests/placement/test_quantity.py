@@ -12,9 +12,9 @@ import math
 
 import pytest
 
-from shared.api.objects import ObjectError, parse_object
-from shared.api.ocm import ManagedCluster
-from shared.placement.quantity import InvalidQuantity, approximate_float
+from fleetplace.shared.api.objects import ObjectError, parse_object
+from fleetplace.shared.api.ocm import ManagedCluster
+from fleetplace.shared.placement.quantity import InvalidQuantity, approximate_float
 
 from .builders import bound_set, builtin, memory_cluster, policy, prioritizer_scores, schedule_spec
 

@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.api.objects import parse_object
-from shared.placement import PlacementEngine, ScheduleResult, apply_object
-from shared.placement.scheduler import run_signature
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import PlacementEngine, ScheduleResult, apply_object
+from fleetplace.shared.placement.scheduler import run_signature
 
 from .builders import (
     NOW,

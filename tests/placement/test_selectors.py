@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.api.ocm import LabelSelector
-from shared.placement.selectors import SelectorError, compile_label_selector
+from fleetplace.shared.api.ocm import LabelSelector
+from fleetplace.shared.placement.selectors import SelectorError, compile_label_selector
 
 from .builders import (
     bound_set,

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.api.objects import parse_object
-from shared.placement.framework import ScheduleContext
-from shared.placement.plugins.taints import TaintTolerationFilter, cluster_tolerated
-from shared.placement.scheduler import _eligible
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement.framework import ScheduleContext
+from fleetplace.shared.placement.plugins.taints import TaintTolerationFilter, cluster_tolerated
+from fleetplace.shared.placement.scheduler import _eligible
 
 from .builders import (
     NO_BINDINGS,

@@ -15,13 +15,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import shared.placement.totals as totals_module
-from shared.api.objects import parse_object
-from shared.placement import PlacementEngine, apply_object
-from shared.placement.framework import SUCCESS, ScheduleContext
-from shared.placement.options import DEFAULT_OPTIONS
-from shared.placement.scheduler import _eligible, _plan
-from shared.placement.totals import _one_by_one, best, totals
+import fleetplace.shared.placement.totals as totals_module
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.placement import PlacementEngine, apply_object
+from fleetplace.shared.placement.framework import SUCCESS, ScheduleContext
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS
+from fleetplace.shared.placement.scheduler import _eligible, _plan
+from fleetplace.shared.placement.totals import _one_by_one, best, totals
 
 from .builders import NOW, addon, addon_score, binding, builtin, cluster, global_set, placement, policy
 

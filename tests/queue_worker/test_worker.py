@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from services.queue_placer.worker import QueueWorker
-from shared.bus.codec import decode_object, encode_json
-from shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
-from shared.bus.records import OutgoingRecord
-from shared.bus.topics import Topics
-from shared.settings import KafkaSettings, Settings
+from fleetplace.services.queue_placer.worker import QueueWorker
+from fleetplace.shared.bus.codec import decode_object, encode_json
+from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.settings import KafkaSettings, Settings
 from tests.proc import stop_process
 
 pytestmark = pytest.mark.integration
@@ -205,7 +205,7 @@ def start_worker(
     cmd = [
         sys.executable,
         "-m",
-        "services.cli",
+        "fleetplace.services.cli",
         "worker",
         "queues",
         "--bootstrap",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shared.queueing import (
+from fleetplace.shared.queueing import (
     ApplicationSubmission,
     ConfigError,
     ConfigProblem,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.queueing._acl import ACL, coarse_problem, parse_acl, strict_problem
+from fleetplace.shared.queueing._acl import ACL, coarse_problem, parse_acl, strict_problem
 from tests.queueing.helpers import app, config, partition, placer
 
 # (ACL string, (user, groups) that must be admitted, ... that must not) — spec §9.1's table

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from services.cli import app as fleetplace
+from fleetplace.services.cli import app as fleetplace
 
 SEED = Path(__file__).parent / "data" / "queues-seed-doc.json"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.queueing import ConfigError, QueuePlacer, parse_config
+from fleetplace.shared.queueing import ConfigError, QueuePlacer, parse_config
 from tests.queueing.helpers import app, config, partition, problem_paths, problems_of
 
 

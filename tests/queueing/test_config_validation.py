@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shared.queueing import parse_config
+from fleetplace.shared.queueing import parse_config
 from tests.queueing.helpers import app, config, partition, placer, problem_paths, problems_of
 
 # -- partitions and the root -------------------------------------------------------------------

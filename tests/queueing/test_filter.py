@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from shared.api.queues import FilterConfig
-from shared.queueing._filter import build_filter
+from fleetplace.shared.api.queues import FilterConfig
+from fleetplace.shared.queueing._filter import build_filter
 from tests.queueing.helpers import app, config, partition, placer
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from shared.queueing import ApplicationSubmission, QueuePlacer, RejectionReason
+from fleetplace.shared.queueing import ApplicationSubmission, QueuePlacer, RejectionReason
 from tests.queueing.helpers import app, config, partition, placer
 
 FORCE = {"application.create.force": "true"}

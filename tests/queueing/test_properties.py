@@ -14,7 +14,13 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from shared.queueing import ApplicationSubmission, ConfigError, QueueingConfig, QueuePlacer, parse_config
+from fleetplace.shared.queueing import (
+    ApplicationSubmission,
+    ConfigError,
+    QueueingConfig,
+    QueuePlacer,
+    parse_config,
+)
 from tests.queueing.helpers import app, config, partition, placer
 
 NAMES = ["a", "b", "default", "team", "ann"]

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from shared.queueing import ApplicationSubmission, ConfigError, QueuePlacer, parse_config
+from fleetplace.shared.queueing import ApplicationSubmission, ConfigError, QueuePlacer, parse_config
 
 VECTORS: list[dict[str, Any]] = orjson.loads(
     (Path(__file__).parent / "data" / "queues-seed-doc.json").read_bytes()

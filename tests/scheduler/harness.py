@@ -8,12 +8,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
-from services.scheduler.worker import SchedulerWorker
-from shared.bus.codec import decode_object, encode_json
-from shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
-from shared.bus.records import OutgoingRecord
-from shared.bus.topics import Topics
-from shared.settings import KafkaSettings, Settings
+from fleetplace.services.scheduler.worker import SchedulerWorker
+from fleetplace.shared.bus.codec import decode_object, encode_json
+from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.settings import KafkaSettings, Settings
 
 G = "cluster.open-cluster-management.io"
 TOPIC_OF = {

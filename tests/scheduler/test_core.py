@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from services.scheduler.core import InvalidRecord, SchedulerOptions, SchedulerProcessor
-from shared.api.admission import admit
-from shared.api.objects import parse_object
+from fleetplace.services.scheduler.core import InvalidRecord, SchedulerOptions, SchedulerProcessor
+from fleetplace.shared.api.admission import admit
+from fleetplace.shared.api.objects import parse_object
 
 G = "cluster.open-cluster-management.io"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -379,7 +379,7 @@ def test_a_set_membership_change_enqueues_every_placement_bound_to_either_set() 
 def test_the_decision_kept_after_publishing_is_the_one_read_back_from_the_diff() -> None:
     """The worker keeps its own decision without decoding its diff again; what it keeps must be
     what a restarted worker reads back from the topic (sortBy Score, groups, sub-second times)."""
-    from services.scheduler.core import Published
+    from fleetplace.services.scheduler.core import Published
 
     p = SchedulerProcessor()
     fleet(p, 5)

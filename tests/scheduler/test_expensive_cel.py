@@ -15,7 +15,7 @@ import time
 import aiohttp
 import pytest
 
-from shared.bus.topics import Topics
+from fleetplace.shared.bus.topics import Topics
 from tests.fuzz.hostile import EXPENSIVE_CEL
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement, running, settings_for
 

@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from shared.api.objects import parse_object
-from shared.bus.topics import Topics
-from shared.placement import PlacementEngine, apply_object
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.placement import PlacementEngine, apply_object
 from tests.proc import stop_process
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement
 
@@ -29,7 +29,7 @@ def start_worker(broker: str, topics: Topics, name: str) -> subprocess.Popen[byt
         [
             sys.executable,
             "-m",
-            "services.cli",
+            "fleetplace.services.cli",
             "worker",
             "scheduler",
             "--bootstrap",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.bus.topics import Topics
+from fleetplace.shared.bus.topics import Topics
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement, running, settings_for
 
 pytestmark = pytest.mark.integration

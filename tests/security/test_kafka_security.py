@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from shared.bus.errors import BusConnectionError
-from shared.bus.kafka import client_options, make_admin, make_consumer, make_producer, start_client
-from shared.settings import KafkaSettings, Settings
+from fleetplace.shared.bus.errors import BusConnectionError
+from fleetplace.shared.bus.kafka import client_options, make_admin, make_consumer, make_producer, start_client
+from fleetplace.shared.settings import KafkaSettings, Settings
 from tests.security.certs import Pki, make_pki
 
 PASSWORD = "sasl-pa55word-7c1e"

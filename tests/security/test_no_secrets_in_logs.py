@@ -15,8 +15,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from shared.bus.broker import free_port
-from shared.bus.topics import Topics
+from fleetplace.shared.bus.broker import free_port
+from fleetplace.shared.bus.topics import Topics
 from tests.proc import stop_process
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement
 
@@ -41,7 +41,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _cli(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "services.cli", *args],
+        [sys.executable, "-m", "fleetplace.services.cli", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -71,7 +71,7 @@ async def test_a_running_worker_logs_json_without_its_secrets(
     with log_path.open("wb") as log:
         worker = subprocess.Popen(
             [
-                sys.executable, "-m", "services.cli", "worker", "scheduler",
+                sys.executable, "-m", "fleetplace.services.cli", "worker", "scheduler",
                 "--bootstrap", broker, "--prefix", topics.prefix, "--group", f"{topics.prefix}s",
                 "--http-port", str(port),
             ],

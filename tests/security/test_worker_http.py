@@ -9,7 +9,7 @@ import socket
 import aiohttp
 import pytest
 
-from shared.bus.topics import Topics
+from fleetplace.shared.bus.topics import Topics
 from tests.scheduler.harness import running, settings_for
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from shared.bus.topics import Topics, ensure_topics
+from fleetplace.shared.bus.topics import Topics, ensure_topics
 from tests.subscriber.test_subscriber import diff, produce
 
 pytestmark = pytest.mark.integration

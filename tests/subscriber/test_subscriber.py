@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from shared.api.decisions import DecisionDiff
-from shared.bus.codec import encode_json
-from shared.bus.kafka import make_producer, send_all, start_client
-from shared.bus.records import OutgoingRecord
-from shared.bus.subscriber import DecisionSubscriber, SubscriberPosition
-from shared.bus.topics import Topics
+from fleetplace.shared.api.decisions import DecisionDiff
+from fleetplace.shared.bus.codec import encode_json
+from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
+from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.subscriber import DecisionSubscriber, SubscriberPosition
+from fleetplace.shared.bus.topics import Topics
 
 pytestmark = pytest.mark.integration
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final, TypeAlias, Union
 
-from shared.placement._cel import ast
-from shared.placement._cel.library import DYN, GLOBAL_NAMES, MEMBER_NAMES, lookup
-from shared.placement._cel.values import CelType, Uint
+from fleetplace.shared.placement._cel import ast
+from fleetplace.shared.placement._cel.library import DYN, GLOBAL_NAMES, MEMBER_NAMES, lookup
+from fleetplace.shared.placement._cel.values import CelType, Uint
 
 Type: TypeAlias = Union[str, tuple["Type", ...]]  # noqa: UP007 - recursive alias needs the string form
 

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any, Final
 
-from shared.placement._cel.ext_kubernetes import URL
-from shared.placement._cel.library import Frame, function
-from shared.placement._cel.operators import no_overload
-from shared.placement._cel.stdlib import parse_timestamp
-from shared.placement._cel.values import CelEvalError, CelOptional
+from fleetplace.shared.placement._cel.ext_kubernetes import URL
+from fleetplace.shared.placement._cel.library import Frame, function
+from fleetplace.shared.placement._cel.operators import no_overload
+from fleetplace.shared.placement._cel.stdlib import parse_timestamp
+from fleetplace.shared.placement._cel.values import CelEvalError, CelOptional
 
 _DNS1123_LABEL: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS1123_SUBDOMAIN: Final = rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*"

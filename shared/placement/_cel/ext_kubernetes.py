@@ -9,13 +9,20 @@ from fractions import Fraction
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
-from shared.placement._cel import ext_strings
-from shared.placement._cel.library import Frame, function, size_cost
-from shared.placement._cel.operators import add, check_int, compare, no_overload
-from shared.placement._cel.quantity import Quantity, QuantityError, parse_quantity
-from shared.placement._cel.semver import Semver, SemverError, parse_semver
-from shared.placement._cel.stdlib import compile_regex
-from shared.placement._cel.values import INT64_MAX, INT64_MIN, CelEvalError, Duration, Uint, cel_equals
+from fleetplace.shared.placement._cel import ext_strings
+from fleetplace.shared.placement._cel.library import Frame, function, size_cost
+from fleetplace.shared.placement._cel.operators import add, check_int, compare, no_overload
+from fleetplace.shared.placement._cel.quantity import Quantity, QuantityError, parse_quantity
+from fleetplace.shared.placement._cel.semver import Semver, SemverError, parse_semver
+from fleetplace.shared.placement._cel.stdlib import compile_regex
+from fleetplace.shared.placement._cel.values import (
+    INT64_MAX,
+    INT64_MIN,
+    CelEvalError,
+    Duration,
+    Uint,
+    cel_equals,
+)
 
 # -- Lists ----------------------------------------------------------------------------------------
 

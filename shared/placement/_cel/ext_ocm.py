@@ -7,9 +7,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from shared.placement._cel.library import Frame, function, size_cost
-from shared.placement._cel.operators import no_overload
-from shared.placement._cel.values import CelEvalError
+from fleetplace.shared.placement._cel.library import Frame, function, size_cost
+from fleetplace.shared.placement._cel.operators import no_overload
+from fleetplace.shared.placement._cel.values import CelEvalError
 
 
 @function("scores", "(dyn, string) -> list", member=True)

@@ -6,10 +6,10 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from shared.placement._cel.library import Frame, function, size_cost
-from shared.placement._cel.operators import no_overload
-from shared.placement._cel.stdlib import to_string_value
-from shared.placement._cel.values import CelEvalError, CelType, Uint
+from fleetplace.shared.placement._cel.library import Frame, function, size_cost
+from fleetplace.shared.placement._cel.operators import no_overload
+from fleetplace.shared.placement._cel.stdlib import to_string_value
+from fleetplace.shared.placement._cel.values import CelEvalError, CelType, Uint
 
 # Go's unicode.IsSpace (what strings.TrimSpace trims)
 _GO_SPACE: Final = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from shared.placement._cel import ast, operators
-from shared.placement._cel.library import Frame, lookup, size_cost
-from shared.placement._cel.values import (
+from fleetplace.shared.placement._cel import ast, operators
+from fleetplace.shared.placement._cel.library import Frame, lookup, size_cost
+from fleetplace.shared.placement._cel.values import (
     CelEvalError,
     CelOptional,
     CostLimitExceeded,

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shared.placement._cel.values import CostLimitExceeded
+from fleetplace.shared.placement._cel.values import CostLimitExceeded
 
 # Static types the checker knows. "dyn" matches anything.
 DYN: Final = "dyn"

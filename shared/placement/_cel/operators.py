@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, NoReturn
 
-from shared.placement._cel.values import (
+from fleetplace.shared.placement._cel.values import (
     INT64_MAX,
     INT64_MIN,
     UINT64_MAX,

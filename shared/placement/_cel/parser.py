@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from shared.placement._cel import ast
-from shared.placement._cel.values import INT64_MAX, UINT64_MAX, Uint
+from fleetplace.shared.placement._cel import ast
+from fleetplace.shared.placement._cel.values import INT64_MAX, UINT64_MAX, Uint
 
 MAX_EXPRESSION_CODE_POINTS: Final = 100_000
 MAX_RECURSION_DEPTH: Final = 250

@@ -13,9 +13,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import re2  # type: ignore[import-untyped]
 
-from shared.placement._cel.library import Frame, function, size_cost
-from shared.placement._cel.operators import format_double, format_duration, no_overload
-from shared.placement._cel.values import (
+from fleetplace.shared.placement._cel.library import Frame, function, size_cost
+from fleetplace.shared.placement._cel.operators import format_double, format_duration, no_overload
+from fleetplace.shared.placement._cel.values import (
     INT64_MAX,
     INT64_MIN,
     UINT64_MAX,

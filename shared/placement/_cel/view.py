@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from shared.placement._cel.quantity import QuantityError, canonicalize
+from fleetplace.shared.placement._cel.quantity import QuantityError, canonicalize
 
 _INT32: Final = (-(2**31), 2**31 - 1)
 _INT64: Final = (-(2**63), 2**63 - 1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.placement.framework import Code, IntArray, ScheduleContext, ScoreResult, Status
+from fleetplace.shared.placement.framework import Code, IntArray, ScheduleContext, ScoreResult, Status
 
 
 class AddOnScore:

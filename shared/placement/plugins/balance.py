@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.placement.framework import IntArray, ScheduleContext, ScoreResult
+from fleetplace.shared.placement.framework import IntArray, ScheduleContext, ScoreResult
 
 NEVER_COUNTED = 100
 

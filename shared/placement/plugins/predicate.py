@@ -11,16 +11,16 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from shared.api.ocm import ClusterPredicate, Placement
-from shared.placement.fleet import ClusterInfo, Fleet
-from shared.placement.framework import (
+from fleetplace.shared.api.ocm import ClusterPredicate, Placement
+from fleetplace.shared.placement.fleet import ClusterInfo, Fleet
+from fleetplace.shared.placement.framework import (
     Code,
     FilterResult,
     IntArray,
     ScheduleContext,
     Status,
 )
-from shared.placement.selectors import (
+from fleetplace.shared.placement.selectors import (
     EVERYTHING,
     CompiledSelector,
     SelectorError,
@@ -60,7 +60,7 @@ def compile_predicates(predicates: Sequence[ClusterPredicate]) -> list[CompiledP
         cel: list[Any] = []
         exprs = sel.cel_selector.cel_expressions if sel.cel_selector is not None else []
         if exprs:
-            from shared.placement.cel import CelCompileError, compile_cel
+            from fleetplace.shared.placement.cel import CelCompileError, compile_cel
 
             for expr in exprs:
                 try:
@@ -73,7 +73,7 @@ def compile_predicates(predicates: Sequence[ClusterPredicate]) -> list[CompiledP
 
 
 def _cel_view(fleet: Fleet, info: ClusterInfo) -> Mapping[str, Any]:
-    from shared.placement.cel import cluster_cel_view
+    from fleetplace.shared.placement.cel import cluster_cel_view
 
     key = ("cel-view", info.name)
     hit = fleet.cache.get(key)
@@ -92,7 +92,7 @@ def matches(fleet: Fleet, pred: CompiledPredicate, info: ClusterInfo) -> bool:
     if not pred.claims.matches(info.claims):
         return False
     if pred.cel:
-        from shared.placement.cel import evaluate_predicate_cel
+        from fleetplace.shared.placement.cel import evaluate_predicate_cel
 
         return bool(evaluate_predicate_cel(pred.cel, _cel_view(fleet, info), info.name, fleet.score_items))
     return True

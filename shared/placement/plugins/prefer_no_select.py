@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.placement.framework import IntArray, ScheduleContext, ScoreResult
-from shared.placement.plugins.taints import matched_by_toleration
+from fleetplace.shared.placement.framework import IntArray, ScheduleContext, ScoreResult
+from fleetplace.shared.placement.plugins.taints import matched_by_toleration
 
 
 class PreferNoSelectPenalty:

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from shared.api.ocm import Placement
-from shared.placement.fleet import Fleet
-from shared.placement.framework import IntArray
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.placement.fleet import Fleet
+from fleetplace.shared.placement.framework import IntArray
 
 
 @dataclass(frozen=True, slots=True)

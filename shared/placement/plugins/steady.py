@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shared.placement.framework import IntArray, ScheduleContext, ScoreResult
+from fleetplace.shared.placement.framework import IntArray, ScheduleContext, ScoreResult
 
 STEADY_SCORE = 100  # for each cluster this placement already decided, 0 for the others
 

@@ -7,9 +7,16 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from shared.api.ocm import Taint, Toleration
-from shared.placement.fleet import ClusterInfo, Fleet
-from shared.placement.framework import BoolArray, Code, FilterResult, IntArray, ScheduleContext, Status
+from fleetplace.shared.api.ocm import Taint, Toleration
+from fleetplace.shared.placement.fleet import ClusterInfo, Fleet
+from fleetplace.shared.placement.framework import (
+    BoolArray,
+    Code,
+    FilterResult,
+    IntArray,
+    ScheduleContext,
+    Status,
+)
 
 NAME = "TaintToleration"
 
