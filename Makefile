@@ -3,10 +3,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-NATIVE := $(VENV)/.native
-SOURCES := $(shell find shared services -name '*.py')
+# The build mode: compiled (the modules listed in shared/native.py, with mypyc) or, with
+# FLEETPLACE_PURE_PYTHON=1, pure Python. Each mode has its own stamp; building one removes the other's.
+MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
+NATIVE := $(VENV)/.native-$(MODE)
+COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit clean
+.PHONY: native unit-pure test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -14,9 +17,11 @@ $(STAMP): pyproject.toml
 	FLEETPLACE_PURE_PYTHON=1 $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# The modules listed in shared/native.py compiled with mypyc, in place, rebuilt whenever a source
-# changes (a stale extension would shadow the edited .py). FLEETPLACE_PURE_PYTHON=1 builds none.
-$(NATIVE): $(STAMP) setup.py $(SOURCES)
+# The modules listed in shared/native.py compiled with mypyc, in place, rebuilt when one of them
+# (or that list) changes: a stale extension would shadow the edited .py. Other modules are never
+# compiled, so editing them needs no rebuild. FLEETPLACE_PURE_PYTHON=1 builds none.
+$(NATIVE): $(STAMP) setup.py shared/native.py $(COMPILED_SOURCES)
+	rm -f $(VENV)/.native-*
 	find shared services -name '*.so' -delete
 	rm -rf build
 	$(BIN)/python -m pip install --quiet --no-build-isolation --no-deps -e .
@@ -25,6 +30,10 @@ $(NATIVE): $(STAMP) setup.py $(SOURCES)
 native:
 	rm -f $(NATIVE)
 	$(MAKE) $(NATIVE)
+
+# The tests again with the same sources interpreted (CI runs both modes).
+unit-pure:
+	FLEETPLACE_PURE_PYTHON=1 $(MAKE) unit
 
 lint: $(NATIVE)
 	$(BIN)/ruff check fleetplace shared services tests

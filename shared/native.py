@@ -86,11 +86,13 @@ def built(root: Path) -> list[Path]:
 
 
 def stale(root: Path) -> list[str]:
-    """Sources under `root` edited after the in-place build: the interpreter would run the old
-    compiled code instead (an extension module shadows its .py). Empty without a build."""
+    """Compiled modules whose source under `root` was edited after the in-place build: the
+    interpreter would run the old compiled code instead (an extension module shadows its .py).
+    Only the listed modules are compiled, so only their sources can be stale. Empty without a
+    build."""
     extensions = built(root)
     if not extensions:
         return []
     oldest = min(p.stat().st_mtime for p in extensions)
-    sources = [p for top in ("shared", "services") for p in (root / top).rglob("*.py")]
-    return sorted(str(p.relative_to(root)) for p in sources if p.stat().st_mtime > oldest)
+    sources = [root / path_of(module) for module in MODULES]
+    return sorted(str(p.relative_to(root)) for p in sources if p.is_file() and p.stat().st_mtime > oldest)

@@ -52,3 +52,17 @@ def test_stale_names_the_sources_edited_after_the_build(tmp_path: Path) -> None:
     assert native.stale(root) == []
     os.utime(root / native.path_of("fleetplace.services.auditor.walk"), (3_000, 3_000))
     assert native.stale(root) == ["services/auditor/walk.py"]
+
+
+def test_editing_a_module_that_is_not_compiled_needs_no_rebuild(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    extension = root / "shared/placement/fleet.cpython-311-x86_64-linux-gnu.so"
+    extension.write_bytes(b"")
+    os.utime(extension, (2_000, 2_000))
+    for module in ("fleetplace.shared.placement.fleet", "fleetplace.services.auditor.walk"):
+        os.utime(root / native.path_of(module), (1_000, 1_000))
+    interpreted = root / "shared/placement/explain.py"
+    assert "fleetplace.shared.placement.explain" not in native.MODULES
+    interpreted.write_text("x = 2\n")
+    os.utime(interpreted, (3_000, 3_000))
+    assert native.stale(root) == []
