@@ -1,7 +1,7 @@
 """YuniKorn queue placement on the wire: the partition config, a submission, a placement outcome.
 
 The config models mirror YuniKorn's own config types (`pkg/common/configs/config.go`) key for
-key, and decode the way YuniKorn's YAML decoder does (spec §2, §4.1):
+key, and decode the way YuniKorn's YAML decoder does:
 
 * unknown keys anywhere are an error (YuniKorn decodes strictly);
 * a string field takes the *source text* of any scalar (`name: 1234` is the name "1234",
@@ -146,7 +146,7 @@ class LimitConfig(_Strict):
 
 
 class FilterConfig(_Strict):
-    """A rule's user/group filter (spec §2.3, §6). `None` lists and empty lists are the same."""
+    """A rule's user/group filter. `None` lists and empty lists are the same."""
 
     type: GoText = ""
     users: TextList = Field(default_factory=list)
@@ -194,7 +194,7 @@ class UserGroupResolverConfig(_Strict):
 
 class PartitionConfig(_Strict):
     name: GoText = ""
-    # None (absent or null) is a config error (spec §2.1); an empty list is a root without children
+    # None (absent or null) is a config error; an empty list is a root without children
     queues: list[QueueConfig] | None = None
     placementrules: list[PlacementRuleConfig] | None = None
     limits: list[LimitConfig] | None = None
@@ -211,7 +211,7 @@ class SchedulerConfig(_Strict):
 
 
 class ApplicationSubmission(BaseModel):
-    """An application asking to be placed (spec §5). Types are strict: no coercion."""
+    """An application asking to be placed. Types are strict: no coercion."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -226,7 +226,7 @@ class ApplicationSubmission(BaseModel):
 
 
 class RejectionReason(StrEnum):
-    """Why an application was not placed (spec §10, plus the partition-level refusals of §8.3)."""
+    """Why an application was not placed (a rule's rejection, or a partition-level refusal)."""
 
     UNKNOWN_PARTITION = "unknown-partition"
     PARTITION_DRAINING = "partition-draining"
@@ -241,7 +241,7 @@ class RejectionReason(StrEnum):
 
 
 class PlacementOutcome(NamedTuple):
-    """The answer for one application: a queue, or a rejection with its reason (spec §10).
+    """The answer for one application: a queue, or a rejection with its reason.
 
     `rule` is the type of the accepted top-level rule (`provided`, `user`, `fixed`, `tag`),
     `recovery`, or `default-queue` for the fallback; `rule_index` is its position in the

@@ -1,4 +1,5 @@
-"""Queue ACLs: the two syntax checks of spec §4.2 and the parse and evaluation of spec §9."""
+"""Queue ACLs: the two syntax checks YuniKorn makes (validator and queue build), and how an ACL
+is parsed and evaluated."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ EVERYBODY = ACL(everybody=True)
 
 
 def coarse_problem(text: str) -> str | None:
-    """YuniKorn's validator check (spec §4.2): more than two white-space separated fields."""
+    """YuniKorn's validator check: more than two white-space separated fields."""
     trimmed = go_trim_space(text)
     if trimmed in ("", _WILDCARD):
         return None
@@ -49,7 +50,7 @@ def coarse_problem(text: str) -> str | None:
 
 
 def strict_problem(text: str) -> str | None:
-    """The check made when the queue is built (spec §4.2): split on *single* spaces, before any
+    """The check made when the queue is built: split on *single* spaces, before any
     wildcard test — so `"  "`, `" a b"` and `" * "` pass the coarse check and fail here."""
     if text != "" and len(text.split(" ")) > 2:
         return f"ACL {text!r} splits on single spaces into more than two parts"
@@ -57,7 +58,7 @@ def strict_problem(text: str) -> str | None:
 
 
 def parse_acl(text: str) -> ACL:
-    """Parse an ACL that passed both checks (spec §9.1).
+    """Parse an ACL that passed both checks.
 
     The wildcard counts only as the whole trimmed string, the whole user part or the whole
     group part; invalid and empty entries are skipped and duplicates collapse.
@@ -78,7 +79,7 @@ def parse_acl(text: str) -> ACL:
     if len(parts) == 2 and not everybody:
         group_list = parts[1].split(",")
         if group_list == [_WILDCARD]:
-            # a wildcard group list admits everybody and discards the user list (§9.1)
+            # a wildcard group list admits everybody and discards the user list
             return EVERYBODY
         groups = frozenset(g for g in group_list if g and is_acl_group(g))
     if everybody:

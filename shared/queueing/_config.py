@@ -1,4 +1,4 @@
-"""Parse and validate a partition config into immutable queue specs and rule objects (spec §2–§4).
+"""Parse and validate a partition config into immutable queue specs and rule objects.
 
 Everything is checked before anything is built, and every problem is collected with its field
 path: a config with any problem is rejected whole (`ConfigError`).
@@ -24,7 +24,7 @@ from fleetplace.shared.queueing._tree import QueueSpec
 
 DEFAULT_PARTITION = "default"
 
-# Spec §4.6: what YuniKorn runs with when there is no configuration at all.
+# What YuniKorn runs with when there is no configuration at all.
 DEFAULT_CONFIG_YAML = """\
 partitions:
   - name: default
@@ -51,7 +51,7 @@ class PartitionSpec:
 
 @dataclass(frozen=True, slots=True)
 class QueueingConfig:
-    """A validated configuration: partitions by name (as normalised in spec §2.1)."""
+    """A validated configuration: partitions by name (names normalised: empty means `default`, lower-cased)."""
 
     partitions: Mapping[str, PartitionSpec]
 
@@ -59,7 +59,8 @@ class QueueingConfig:
 def parse_config(source: str | bytes | Mapping[str, Any] | SchedulerConfig | None) -> QueueingConfig:
     """Decode (YAML or JSON text, or an already decoded mapping) and validate a config.
 
-    `None` or an empty document means "no configuration at all": the default of spec §4.6.
+    `None` or an empty document means "no configuration at all": YuniKorn's default, one
+    `root` partition with a single `provided` rule that does not create queues.
     Raises `ConfigError` listing every problem when the config is not acceptable.
     """
     if isinstance(source, str | bytes):
@@ -73,7 +74,7 @@ def parse_config(source: str | bytes | Mapping[str, Any] | SchedulerConfig | Non
     return QueueingConfig(MappingProxyType(partitions))
 
 
-# -- partitions and queues (§2.1, §2.2, §4.2) --------------------------------------------------
+# -- partitions and queues --------------------------------------------------
 
 
 def _partitions(drafts: list[PartitionDraft], problems: list[ConfigProblem]) -> dict[str, PartitionSpec]:
@@ -112,7 +113,7 @@ def _root(top: list[QueueConfig] | None, where: str, problems: list[ConfigProble
         listed = top[0]
         root_where = f"{where}.queues[0]"
         if listed.name != ROOT:
-            # quirk (§2.2): validation passes, then YuniKorn fails to create the partition
+            # quirk: validation passes, then YuniKorn fails to create the partition
             problems.append(
                 ConfigProblem(
                     f"{root_where}.name", f"the root queue must be named exactly 'root', not {listed.name!r}"
@@ -178,14 +179,14 @@ def _acl(text: str, where: str, problems: list[ConfigProblem]) -> ACL:
     return parse_acl(text)
 
 
-# -- rules (§4.3, §4.4, §4.5) ------------------------------------------------------------------
+# -- rules ------------------------------------------------------------------
 
 
 def _partition_rules(
     draft: PartitionDraft, where: str, root: QueueSpec | None, problems: list[ConfigProblem]
 ) -> tuple[Rule, ...]:
     if not draft.rules_given:
-        # §4.6: no rules means one implicit `provided` rule without create
+        # no rules means one implicit `provided` rule without create
         return (ProvidedRule(create=False),)
     rules = []
     for j, config in draft.rules:
@@ -203,7 +204,7 @@ def _partition_rules(
 
 
 def _rule(config: PlacementRuleConfig, where: str, problems: list[ConfigProblem]) -> Rule | None:
-    """Check one rule and its parents (syntax §4.3, construction §4.5); build it if it is sound."""
+    """Check one rule and its parents; build it if it is sound."""
     before = len(problems)
     name_ok = is_rule_name(config.name)
     if not name_ok:
@@ -251,7 +252,7 @@ def _fixed_value_problem(value: str, *, has_parent: bool) -> str | None:
     if value == "":
         return "a fixed rule needs a queue name in value"
     if value.startswith(ROOT) and value != ROOT and not value.startswith(f"{ROOT}."):
-        # service decision (§4.5): YuniKorn takes `rootqueue` as qualified and then misbehaves
+        # service decision: YuniKorn takes `rootqueue` as qualified and then misbehaves
         return f"queue {value!r} starts with 'root' but is neither 'root' nor 'root.<path>'"
     bad = invalid_levels(value)
     if bad:

@@ -1,6 +1,6 @@
 """Decode a config document (YAML or JSON) into plain values the way Go's YAML decoder sees it.
 
-Spec §4.1: YuniKorn decodes strictly. Besides unknown keys (the models catch those), that means
+YuniKorn decodes strictly. Besides unknown keys (the models catch those), that means
 a duplicate key is an error, and a plain scalar keeps its source text for string fields
 (`YamlScalar`, see `fleetplace.shared.api.queues`). Only the first YAML document is read, as Go's decoder
 does. JSON is decoded with the same rules; it is tried first because a JSON file indented with

@@ -26,7 +26,7 @@ class QueueingError(Exception):
 
 
 class ConfigError(QueueingError):
-    """A configuration was rejected as a whole (spec §4); `problems` lists every reason."""
+    """A configuration was rejected as a whole; `problems` lists every reason."""
 
     def __init__(self, problems: Iterable[ConfigProblem]) -> None:
         self.problems: tuple[ConfigProblem, ...] = tuple(problems)
@@ -36,4 +36,4 @@ class ConfigError(QueueingError):
 
 
 class RuleEvaluationError(QueueingError):
-    """A placement rule failed for an application (spec §7): the application is rejected."""
+    """A placement rule failed for an application: the application is rejected."""

@@ -1,4 +1,5 @@
-"""Rule filters: the syntax check of spec §4.3, the construction of §6.1, the evaluation of §6.2.
+"""Rule filters: the syntax check at load, how a filter is built from its entries, and how it is
+evaluated.
 
 Filter expressions are Go RE2 expressions, so they are compiled with RE2 itself (google-re2):
 an expression Python's `re` would accept but RE2 refuses (a back-reference, a look-ahead) must
@@ -35,7 +36,7 @@ def _compile(expression: str) -> Matcher | None:
 
 
 def single_entry_problem(entry: str, *, kind: str) -> str | None:
-    """Spec §4.3: a one-entry list must be a valid name, or a compiling RE2 expression that
+    """A one-entry list must be a valid name, or a compiling RE2 expression that
     contains a regexp marker. (Lists of two or more are never an error; see `build_filter`.)"""
     valid_name = is_user_name(entry) if kind == "user" else is_group_name(entry)
     if valid_name:
@@ -82,7 +83,7 @@ def _criterion(entries: Sequence[str], is_name: Callable[[str], bool]) -> _Crite
         if has_regexp_marker(entry):
             return _Criterion(expression=_compile(entry))
         return _Criterion(names=frozenset(entries if is_name(entry) else ()))
-    # two or more: a set of the valid names; expressions and invalid names are dropped (§6.1)
+    # two or more: a set of the valid names; expressions and invalid names are dropped
     return _Criterion(names=frozenset(e for e in entries if is_name(e)))
 
 
@@ -99,7 +100,7 @@ class Filter:
         return self.users is None and self.groups is None
 
     def admits(self, user: str, groups: Sequence[str]) -> bool:
-        """Spec §6.2: the first match (user, then each group in order) decides."""
+        """The first match (user, then each group in order) decides."""
         if self.users is None and self.groups is None:
             return self.allow
         if self.users is not None and self.users.matches(user):

@@ -1,4 +1,4 @@
-"""Names, the patterns they must match (spec §3), and Go's string helpers where Python differs.
+"""Names, the patterns they must match, and Go's string helpers where Python differs.
 
 Go's `regexp.MatchString` with `^…$` anchors the whole text, while Python's `$` also matches
 before a trailing newline — so every check here is a `fullmatch` of the unanchored pattern.
@@ -25,7 +25,7 @@ _USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:#/_.@-]*[$]?")
 _GROUP_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:_.-]*")
 _ACL_USER = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*[$]?")
 _ACL_GROUP = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")
-# any of ^ $ * + ? ( ) [ { } | turns a single filter entry into a regexp; `.` does not (§3)
+# any of ^ $ * + ? ( ) [ { } | turns a single filter entry into a regexp; `.` does not
 _REGEXP_MARKER = re.compile(r"[\^$*+?()\[{}|]")
 
 # unicode.IsSpace: what Go's strings.TrimSpace and strings.Fields treat as white space
@@ -88,7 +88,7 @@ def go_fields(text: str) -> list[str]:
 
 
 def replace_dots(name: str) -> str:
-    """Spec §7.8: every dot becomes `_dot_`, literally and totally (`a..b` → `a_dot__dot_b`)."""
+    """Every dot becomes `_dot_`, literally and totally (`a..b` → `a_dot__dot_b`)."""
     return name.replace(".", DOT_REPLACEMENT)
 
 
@@ -102,7 +102,7 @@ _paths: dict[str, bool] = {}
 
 
 def as_level(raw: str) -> str:
-    """`raw` as one queue level (dots replaced, §7.8), or "" when that is not a valid name."""
+    """`raw` as one queue level (every dot replaced by `_dot_`), or "" when that is not a valid name."""
     level = _levels.get(raw)
     if level is None:
         if len(_levels) >= _MEMO_LIMIT:
@@ -123,5 +123,5 @@ def is_valid_path(path: str) -> bool:
 
 
 def go_parse_bool(text: str) -> bool:
-    """Go's `strconv.ParseBool` reading true; anything it cannot parse counts as false (§5)."""
+    """Go's `strconv.ParseBool` reading true; anything it cannot parse counts as false."""
     return text in ("1", "t", "T", "TRUE", "true", "True")

@@ -1,7 +1,7 @@
-"""`QueuePlacer`: choose a queue for each application and create it (spec §5, §8).
+"""`QueuePlacer`: choose a queue for each application and create it.
 
 A placer holds, per partition, the live queue tree and the live applications. Placing is two
-steps: *decide* (run the rules, §8.1) and *commit* (create the queue if needed, §8.2).
+steps: *decide* (run the rules) and *commit* (create the queue if needed).
 
 This is the worker's hot path, so it is written to do little per application. Decisions are
 remembered (applications repeat: the same users, namespaces and queues; see `_Partition`);
@@ -41,7 +41,7 @@ _RECOVERY = RecoveryRule()
 _new_tuple = tuple.__new__
 
 # An accepted proposal: the path as proposed (level names keep their case until they are
-# created, §8.2), the rule type, the rule's index, and the queue if it exists already.
+# created), the rule type, the rule's index, and the queue if it exists already.
 _Accepted = tuple[str, str, int | None, QueueNode | None]
 
 
@@ -103,7 +103,7 @@ class _Partition:
         if decision is None:
             decision = self._decide_and_remember(key, app, tags)
         if isinstance(decision, _Rejected):
-            # an invalid user is refused before the partition looks at the ID (§5, §8.3)
+            # an invalid user is refused before the partition looks at the ID
             if decision.reason is RejectionReason.INVALID_USER or app_id not in self.applications:
                 return _rejection(app_id, decision.reason, decision.detail)
             return self._duplicate(app_id)
@@ -170,7 +170,7 @@ class _Partition:
         return who
 
     def _decide(self, who: Principal, queue: str, tags: Mapping[str, str]) -> _Decision:
-        """Spec §8.1: the first rule whose proposal passes the leaf, ACL and draining checks;
+        """The first rule whose proposal passes the leaf, ACL and draining checks;
         then the recovery rule; then the root.default fallback."""
         tree = self.tree
         forced = FORCE_TAG in tags and go_parse_bool(tags[FORCE_TAG])
@@ -183,11 +183,11 @@ class _Partition:
                         return accepted
             path = _RECOVERY.propose(who, queue, tags, tree)
         except RuleEvaluationError as e:
-            # an error rejects at once: no later rule, no fallback, even when forced (§8.1.1)
+            # an error rejects at once: no later rule, no fallback, even when forced
             return _Rejected(RejectionReason.RULE_ERROR, str(e))
         if path is not None:
-            return path, _RECOVERY.kind, None, tree.get(path)  # forced: no checks (§8.1.4)
-        # the root.default fallback comes only after recovery declined (§8.1.2, quirk 13)
+            return path, _RECOVERY.kind, None, tree.get(path)  # forced: no checks
+        # the root.default fallback comes only after recovery declined
         if tree.get(DEFAULT_QUEUE) is not None:
             accepted = self._accept(DEFAULT_QUEUE, "default-queue", None, who, forced)
             if accepted is not None:
@@ -197,16 +197,16 @@ class _Partition:
     def _accept(
         self, path: str, kind: str, index: int | None, who: Principal, forced: bool
     ) -> _Accepted | None:
-        """Spec §8.1 steps 4-6 for one proposal: accepted, or None for "try the next rule"."""
+        """The leaf, ACL and draining checks for one proposal: accepted, or None for "try the next rule"."""
         tree = self.tree
         if forced and path == RECOVERY_QUEUE:
-            return path, kind, index, tree.get(path)  # no checks (§8.1.4)
+            return path, kind, index, tree.get(path)  # no checks
         node = tree.get(path)
         if node is not None:
             if node.is_leaf and not node.draining and who.may_submit(node):
                 return path, kind, index, node
             return None
-        # not there yet: the deepest existing ancestor decides, leaf or not (§8.1.6)
+        # not there yet: the deepest existing ancestor decides, leaf or not
         if who.may_submit(tree.deepest_existing(path)):
             return path, kind, index, None
         return None
@@ -214,10 +214,10 @@ class _Partition:
     def _commit(
         self, app_id: str, path: str, rule: str, index: int | None, node: QueueNode | None, who: Principal
     ) -> PlacementOutcome:
-        """Spec §8.2: go to the queue, or create the missing levels. No going back to rules."""
+        """Go to the queue, or create the missing levels. No going back to rules."""
         tree = self.tree
         if node is not None:
-            # an existing parent: only a forced application can get here (§8.1.4)
+            # an existing parent: only a forced application can get here
             return _rejection(app_id, RejectionReason.NOT_A_LEAF, f"queue {node.path} is not a leaf")
         if go_lower(path) == RECOVERY_QUEUE:
             created = tree.create(tree.root, [RECOVERY_NAME])
@@ -256,7 +256,7 @@ def _creation_refusal(
         return RejectionReason.CREATE_UNDER_LEAF, f"cannot create {created}: {ancestor.path} is a leaf"
     if ancestor.draining:
         return RejectionReason.CREATE_REFUSED, f"cannot create below {ancestor.path}: it is draining"
-    # the name test is on the level as produced, case-sensitively: `@RECOVERY@` is allowed (§8.2)
+    # the name test is on the level as produced, case-sensitively: `@RECOVERY@` is allowed
     bad = [level for level in levels if not is_queue_name(level) or level == RECOVERY_NAME]
     if bad:
         return RejectionReason.CREATE_REFUSED, f"cannot create queues named {bad} below {ancestor.path}"
@@ -264,7 +264,7 @@ def _creation_refusal(
 
 
 def _resolved(app: ApplicationSubmission, tags: Mapping[str, str]) -> tuple[str, tuple[str, ...]] | _Rejected:
-    """Spec §5: the user and groups the rules see, or why the submission is refused."""
+    """The user and groups the rules see, or why the submission is refused."""
     user, groups = app.user, app.groups
     if user == "":
         if not go_parse_bool(tags.get(FORCE_TAG, "")):
@@ -284,9 +284,9 @@ def _rejection(app_id: str, reason: RejectionReason, detail: str) -> PlacementOu
 class QueuePlacer:
     """Places applications into queues with YuniKorn's placement rules.
 
-    Built from a validated config (`parse_config`), or from the default config of spec §4.6.
+    Built from a validated config (`parse_config`), or from YuniKorn's default config.
     It remembers the queues earlier placements created and the applications it placed;
-    `reload` swaps in a new config and keeps the dynamic queues (spec §4.7). `memoize=False`
+    `reload` swaps in a new config and keeps the dynamic queues. `memoize=False`
     turns off remembering decisions and filter answers (tests compare both ways).
     """
 
@@ -304,7 +304,7 @@ class QueuePlacer:
         return self._config
 
     def place(self, app: ApplicationSubmission) -> PlacementOutcome:
-        # spec §5: empty means default; otherwise an exact, case-sensitive match (quirk 18)
+        # empty means default; otherwise an exact, case-sensitive match
         name = app.partition or DEFAULT_PARTITION
         partition = self._partitions.get(name)
         if partition is not None:
@@ -322,7 +322,7 @@ class QueuePlacer:
         )
 
     def reload(self, config: QueueingConfig) -> None:
-        """Activate a new validated config (spec §4.7). Partitions that are gone drain: they
+        """Activate a new validated config. Partitions that are gone drain: they
         refuse new applications; their live applications and queues are kept."""
         known = {**self._draining, **self._partitions}
         partitions: dict[str, _Partition] = {}

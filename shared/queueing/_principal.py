@@ -1,4 +1,4 @@
-"""Who asks, and how an application's tags are read (spec §5).
+"""Who asks, and how an application's tags are read.
 
 The same user with the same groups submits many applications, and what filters say about
 them does not depend on the application: a `Principal` remembers those answers.
@@ -15,7 +15,7 @@ from fleetplace.shared.queueing._tree import QueueNode
 
 
 class Principal:
-    """A user and their groups (as resolved, §5), with the filter answers given so far. The
+    """A user and their groups (as resolved from the submission), with the filter answers given so far. The
     filters belong to the config, so the placer drops its principals when it is reloaded."""
 
     __slots__ = ("_filters", "groups", "user")
@@ -33,7 +33,7 @@ class Principal:
         return hit
 
     def may_submit(self, node: QueueNode) -> bool:
-        """Spec §9.2: the queue's submit or admin ACL admits, else its parent's, recursively —
+        """The queue's submit or admin ACL admits, else its parent's, recursively —
         a walk precomputed into `QueueNode.submitters`, the union of the ACLs it would ask."""
         return node.submitters.admits(self.user, self.groups)
 

@@ -1,9 +1,9 @@
-"""The placement rules of spec §7: provided, user, fixed, tag, and the implicit recovery rule.
+"""YuniKorn's placement rules: provided, user, fixed, tag, and the implicit recovery rule.
 
 Every rule is one immutable object with one step, `propose`: given who asks, the requested
 queue, the (case-folded) tags and the current tree, it returns a fully qualified path (not
 necessarily existing), None for "no match", or raises `RuleEvaluationError`. Rules chain
-through `parent` (§7.6); a rule applies its own `create` flag to its own result (§7.1).
+through `parent`; a rule applies its own `create` flag to its own result.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class Rule:
     def _below_parent(
         self, level: str, who: Principal, queue: str, tags: Mapping[str, str], tree: QueueTree
     ) -> str | None:
-        """Spec §7.6: `level` below the path the parent rule yields (root without a parent)."""
+        """`level` below the path the parent rule yields (root without a parent)."""
         if self.parent is None:
             return f"{ROOT}.{level}"
         path = self.parent.propose(who, queue, tags, tree)
@@ -60,7 +60,7 @@ class Rule:
         return f"{path}.{level}"
 
     def _created_or_existing(self, path: str | None, tree: QueueTree) -> str | None:
-        # §7.1: without create the queue must exist already; creation itself is decided later
+        # without create the queue must exist already; creation itself is decided later
         if path is None or (not self.create and tree.get(path) is None):
             return None
         return path
@@ -83,7 +83,7 @@ class Rule:
 
 @dataclass(frozen=True, slots=True)
 class ProvidedRule(Rule):
-    """Spec §7.2: the queue named in the submission."""
+    """The queue named in the submission."""
 
     kind: ClassVar[str] = "provided"
 
@@ -91,7 +91,7 @@ class ProvidedRule(Rule):
         if not queue or self._filtered(who):
             return None
         if queue.startswith(ROOT_PREFIX):
-            # qualified (`root.`, case-sensitive: `ROOT.dev` is not, §7.1): taken as is, the
+            # qualified (`root.`, case-sensitive: `ROOT.dev` is not): taken as is, the
             # parent rule is not run
             return self._created_or_existing(self._qualified(queue, "requested queue"), tree)
         level = self._level(queue, "requested queue")
@@ -100,7 +100,7 @@ class ProvidedRule(Rule):
 
 @dataclass(frozen=True, slots=True)
 class UserRule(Rule):
-    """Spec §7.3: the submitting user's name, dots replaced, one level."""
+    """The submitting user's name, dots replaced, one level."""
 
     kind: ClassVar[str] = "user"
 
@@ -113,7 +113,7 @@ class UserRule(Rule):
 
 @dataclass(frozen=True, slots=True)
 class FixedRule(Rule):
-    """Spec §7.4: a configured queue (lower-cased at load); its dots are levels, not replaced."""
+    """A configured queue (lower-cased at load); its dots are levels, not replaced."""
 
     kind: ClassVar[str] = "fixed"
     value: str = ""
@@ -133,7 +133,7 @@ class FixedRule(Rule):
 
 @dataclass(frozen=True, slots=True)
 class TagRule(Rule):
-    """Spec §7.5: the value of an application tag (tag name lower-cased at load)."""
+    """The value of an application tag (tag name lower-cased at load)."""
 
     kind: ClassVar[str] = "tag"
     tag_name: str = ""
@@ -150,7 +150,7 @@ class TagRule(Rule):
 
 @dataclass(frozen=True, slots=True)
 class RecoveryRule(Rule):
-    """Spec §7.7: always last, never configured; only forced applications reach it."""
+    """Always last, never configured; only forced applications reach it."""
 
     kind: ClassVar[str] = "recovery"
 

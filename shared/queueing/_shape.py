@@ -1,4 +1,4 @@
-"""Spec §4.1: the shape of a config document — keys, types, lists and mappings.
+"""The shape of a config document — keys, types, lists and mappings.
 
 The document is checked piece by piece (each partition's own keys, its queue tree, each rule)
 so that one broken rule does not hide the problems of the others: every piece that has the

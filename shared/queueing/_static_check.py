@@ -1,4 +1,4 @@
-"""YuniKorn's load-time "longest fixed path" check of a rule chain (spec §4.4).
+"""YuniKorn's load-time "longest fixed path" check of a rule chain.
 
 It is deliberately YuniKorn's check, quirks included: only the explicit `parent: true` flag
 counts (children do not), only the lower-case rule name `fixed` extends the path, the `root`

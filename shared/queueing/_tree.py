@@ -1,7 +1,7 @@
 """The live queue tree of one partition: configured queues plus those placements created.
 
 Lookups are by lower-cased full path through one dict (YuniKorn walks the tree level by
-level; the answer is the same because every stored path is lower-case, spec §2.2).
+level; the answer is the same because every stored path is lower-case).
 
 The tree changes by `create`, `apply_config` (a reload) and `release`. After a reload or a
 removal anything decided on the old tree may be stale. A creation only adds queues, and can
@@ -22,7 +22,7 @@ from fleetplace.shared.queueing._names import RECOVERY_QUEUE, ROOT, go_lower
 @dataclass(frozen=True, slots=True)
 class QueueSpec:
     """A configured queue after validation. `name` is lower-cased; `configured_name` is kept for
-    the static path check, which compares names as written (spec §4.4)."""
+    the static path check, which compares names as written."""
 
     name: str
     configured_name: str
@@ -112,7 +112,7 @@ class QueueTree:
 
     def create(self, parent: QueueNode, levels: Sequence[str]) -> list[QueueNode]:
         """Create dynamic queues below `parent`: parents for all levels but the last, a leaf
-        for the last (spec §8.2). Names are stored lower-case. Returns the new queues, top
+        for the last. Names are stored lower-case. Returns the new queues, top
         down (see the module docstring for what a creation can change)."""
         created = []
         node = parent
@@ -125,11 +125,11 @@ class QueueTree:
         return created
 
     def apply_config(self, root_spec: QueueSpec) -> None:
-        """Reload (spec §4.7): configured queues are added or updated, a dynamic queue that is
+        """Reload: configured queues are added or updated, a dynamic queue that is
         now configured becomes managed, a configured queue that is gone drains (with its
         configured descendants), dynamic queues outside the config are left alone."""
         self.root.apply_spec(root_spec)
-        self.root.is_leaf = False  # the root is always a parent (§2.2)
+        self.root.is_leaf = False  # the root is always a parent
         self._apply_children(self.root, root_spec.children)
         self._prune(self.root)
         _refresh_submitters(self.root)
