@@ -10,7 +10,9 @@ from shared.rollout._cluster_status import Lists, assess, recheck_after
 from .builders import NOW, SECOND, at, status
 
 
-def _assess(st: str, ago: float | None, soak: int = 0, deadline: int = NO_DEADLINE) -> tuple[Lists, RolloutStatus]:
+def _assess(
+    st: str, ago: float | None, soak: int = 0, deadline: int = NO_DEADLINE
+) -> tuple[Lists, RolloutStatus]:
     lists = Lists()
     out = assess(status("c1", st, ago), soak, deadline, NOW, lists)
     return lists, out.status

@@ -13,11 +13,17 @@ PLACEMENT = PlacementGroups(
 
 
 def test_reference_by_name_selects_every_group_of_that_name_in_index_order() -> None:
-    assert list(PLACEMENT.selected([MandatoryGroup("canary")])) == [GroupKey("canary", 0), GroupKey("canary", 2)]
+    assert list(PLACEMENT.selected([MandatoryGroup("canary")])) == [
+        GroupKey("canary", 0),
+        GroupKey("canary", 2),
+    ]
 
 
 def test_reference_by_name_ignores_its_index() -> None:
-    assert list(PLACEMENT.selected([MandatoryGroup("canary", 1)])) == [GroupKey("canary", 0), GroupKey("canary", 2)]
+    assert list(PLACEMENT.selected([MandatoryGroup("canary", 1)])) == [
+        GroupKey("canary", 0),
+        GroupKey("canary", 2),
+    ]
 
 
 def test_reference_by_index_selects_that_group_whatever_its_name() -> None:

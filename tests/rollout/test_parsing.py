@@ -87,7 +87,7 @@ def test_deadline_starting_with_digits_and_a_unit_parses_as_a_duration(text: str
 
 @pytest.mark.parametrize("text", ["90", "-5m", "1.5h", "+5m", "h", " 5m", "5d", "None "])
 def test_deadline_not_starting_with_digits_and_h_m_s_is_an_invalid_timeout_format(text: str) -> None:
-    with pytest.raises(DurationError, match="^invalid timeout format$"):
+    with pytest.raises(DurationError, match=r"^invalid timeout format$"):
         parse_progress_deadline(text)
 
 
@@ -203,7 +203,11 @@ def test_mandatory_groups_by_name_or_index_default_to_index_zero() -> None:
             "progressive": {"mandatoryDecisionGroups": [{"groupName": "canary"}, {"groupIndex": 2}, {}]},
         }
     )
-    assert parsed.mandatory_groups == (MandatoryGroup("canary", 0), MandatoryGroup("", 2), MandatoryGroup("", 0))
+    assert parsed.mandatory_groups == (
+        MandatoryGroup("canary", 0),
+        MandatoryGroup("", 2),
+        MandatoryGroup("", 0),
+    )
 
 
 @pytest.mark.parametrize("kind", [None, "", "all", "progressive", "Canary"])

@@ -8,7 +8,11 @@ from shared.rollout import DurationError, GroupKey, RolloutStatus, ThresholdErro
 
 from .builders import NOW, SECOND, at, brief, groups, names, run, status, strategy
 
-SIX = groups(("group1", 0, ["cluster1", "cluster2"]), ("", 1, ["cluster3", "cluster4"]), ("", 2, ["cluster5", "cluster6"]))
+SIX = groups(
+    ("group1", 0, ["cluster1", "cluster2"]),
+    ("", 1, ["cluster3", "cluster4"]),
+    ("", 2, ["cluster5", "cluster6"]),
+)
 
 
 # --- All ---------------------------------------------------------------------------------------
@@ -23,7 +27,9 @@ def test_all_rolls_out_every_cluster_in_name_order_with_its_group_key() -> None:
 
 
 def test_all_ignores_min_success_time_and_max_failures_and_never_breaches() -> None:
-    statuses = [status(f"cluster{i}", "Failed", 10) for i in range(1, 6)] + [status("cluster6", "Succeeded", 1)]
+    statuses = [status(f"cluster{i}", "Failed", 10) for i in range(1, 6)] + [
+        status("cluster6", "Succeeded", 1)
+    ]
     result = run(strategy("All", minSuccessTime="1h", maxFailures=0), SIX, statuses)
     assert names(result.clusters_to_rollout) == [f"cluster{i}" for i in range(1, 6)]
     assert result.max_failure_breach is False
@@ -50,7 +56,7 @@ def test_all_processes_a_cluster_listed_twice_twice() -> None:
 
 
 def test_all_with_a_bad_deadline_is_an_error() -> None:
-    with pytest.raises(DurationError, match="^invalid timeout format$"):
+    with pytest.raises(DurationError, match=r"^invalid timeout format$"):
         run(strategy("All", progressDeadline="90"), SIX, [])
 
 
@@ -170,7 +176,10 @@ def test_progressive_invalid_max_concurrency_is_only_noticed_after_the_mandatory
     done = [status("cluster1", "Succeeded", 10), status("cluster2", "Succeeded", 10)]
     with pytest.raises(ThresholdError) as e:
         run(strat, SIX, done)
-    assert str(e.value) == 'failed to parse the provided maxConcurrency: strconv.ParseFloat: parsing "abc": invalid syntax'
+    assert (
+        str(e.value)
+        == 'failed to parse the provided maxConcurrency: strconv.ParseFloat: parsing "abc": invalid syntax'
+    )
 
 
 def test_progressive_with_no_cluster_outside_mandatory_groups_stops_at_the_first_status() -> None:
@@ -208,7 +217,9 @@ def test_worked_example_mandatory_group_done_then_max_concurrency() -> None:
 
 
 def test_worked_example_timed_out_cluster_in_the_mandatory_group() -> None:
-    decision = groups(("group1", 0, ["cluster1", "cluster2", "cluster3"]), ("", 1, ["cluster4", "cluster5", "cluster6"]))
+    decision = groups(
+        ("group1", 0, ["cluster1", "cluster2", "cluster3"]), ("", 1, ["cluster4", "cluster5", "cluster6"])
+    )
     strat = strategy(
         "Progressive",
         minSuccessTime="0s",
@@ -322,7 +333,11 @@ def test_per_group_lists_existing_statuses_in_input_order_then_new_clusters() ->
 
 
 def test_per_group_progressing_cluster_in_a_later_group_stops_progress_after_group_zero() -> None:
-    statuses = [status("cluster1", "Succeeded", 1), status("cluster2", "Succeeded", 1), status("cluster5", "Progressing", 1)]
+    statuses = [
+        status("cluster1", "Succeeded", 1),
+        status("cluster2", "Succeeded", 1),
+        status("cluster5", "Progressing", 1),
+    ]
     result = run(strategy("ProgressivePerGroup"), SIX, statuses)
     assert names(result.clusters_to_rollout) == ["cluster5"]
 
@@ -346,7 +361,12 @@ def test_per_group_breach_still_lists_the_rest_of_the_breaching_group() -> None:
 def test_per_group_max_failures_percent_is_over_the_groups_size() -> None:
     decision = groups(("", 0, ["a", "b", "c", "d"]), ("", 1, ["e"]))
     strat = strategy("ProgressivePerGroup", maxFailures="50%", progressDeadline="1s")
-    two = [status("a", "Failed", 5), status("b", "Failed", 5), status("c", "Succeeded", 5), status("d", "Succeeded", 5)]
+    two = [
+        status("a", "Failed", 5),
+        status("b", "Failed", 5),
+        status("c", "Succeeded", 5),
+        status("d", "Succeeded", 5),
+    ]
     result = run(strat, decision, two)
     assert result.max_failure_breach is False and names(result.clusters_to_rollout) == ["e"]
     three = [*two[:2], status("c", "Failed", 5), status("d", "Succeeded", 5)]
@@ -355,12 +375,16 @@ def test_per_group_max_failures_percent_is_over_the_groups_size() -> None:
 
 def test_per_group_max_failures_above_the_group_size_falls_back_to_zero() -> None:
     decision = groups(("", 0, ["a", "b"]), ("", 1, ["c"]))
-    result = run(strategy("ProgressivePerGroup", maxFailures=3, progressDeadline="1s"), decision, [status("a", "Failed", 5)])
+    result = run(
+        strategy("ProgressivePerGroup", maxFailures=3, progressDeadline="1s"),
+        decision,
+        [status("a", "Failed", 5)],
+    )
     assert result.max_failure_breach is True
 
 
 def test_per_group_checks_max_failures_before_anything_else_but_the_deadline() -> None:
-    with pytest.raises(ThresholdError, match="^failed to parse the provided maxFailures: 'x' is an invalid"):
+    with pytest.raises(ThresholdError, match=r"^failed to parse the provided maxFailures: 'x' is an invalid"):
         run(strategy("ProgressivePerGroup", maxFailures="x"), SIX, [])
     with pytest.raises(DurationError):
         run(strategy("ProgressivePerGroup", maxFailures="x", progressDeadline="bad"), SIX, [])
@@ -369,7 +393,9 @@ def test_per_group_checks_max_failures_before_anything_else_but_the_deadline() -
 def test_per_group_with_every_group_done_rolls_out_nothing() -> None:
     statuses = [status(f"cluster{i}", "Succeeded", 1) for i in range(1, 7)]
     result = run(strategy("ProgressivePerGroup"), SIX, statuses)
-    assert result.clusters_to_rollout == () and result.clusters_timeout == () and not result.max_failure_breach
+    assert (
+        result.clusters_to_rollout == () and result.clusters_timeout == () and not result.max_failure_breach
+    )
 
 
 def test_per_group_soaking_clusters_hold_the_group_and_set_the_recheck() -> None:
@@ -420,5 +446,10 @@ def test_now_may_be_a_datetime() -> None:
     result = run(strategy("All", progressDeadline="90s"), SIX, [status("cluster1", "Progressing", 0)], NOW)
     from shared.rollout import rollout
 
-    same = rollout(strategy("All", progressDeadline="90s"), SIX, [status("cluster1", "Progressing", 0)], NOW.to_datetime())
+    same = rollout(
+        strategy("All", progressDeadline="90s"),
+        SIX,
+        [status("cluster1", "Progressing", 0)],
+        NOW.to_datetime(),
+    )
     assert same == result
