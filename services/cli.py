@@ -43,6 +43,9 @@ def _register() -> None:
     from fleetplace.services.commands import asyncapi  # docs asyncapi
 
     asyncapi.register(app)
+    from fleetplace.services.commands import rollout  # rollout simulate
+
+    rollout.register(app)
 
 
 _register()

@@ -57,15 +57,16 @@ class Instant:
         """The instant as an aware UTC datetime (below a microsecond is dropped)."""
         return _EPOCH + timedelta(microseconds=self.unix_nanos // 1_000)
 
-    def rfc3339(self) -> str:
-        """UTC with `Z`; a fraction only when there is one, without trailing zeros."""
+    def rfc3339(self, *, fraction: bool = True) -> str:
+        """UTC with `Z`; a fraction only when there is one, without trailing zeros. Without
+        `fraction`, whole seconds (the fraction truncated), as Kubernetes writes a `metav1.Time`."""
         seconds, nanos = divmod(self.unix_nanos, NANOS_PER_SECOND)
         whole = _EPOCH + timedelta(seconds=seconds)
         text = (
             f"{whole.year:04d}-{whole.month:02d}-{whole.day:02d}"
             f"T{whole.hour:02d}:{whole.minute:02d}:{whole.second:02d}"
         )
-        if nanos:
+        if nanos and fraction:
             text += "." + f"{nanos:09d}".rstrip("0")
         return text + "Z"
 

@@ -130,6 +130,9 @@ def parse_scenario(document: Any) -> Scenario:
 
 
 def render_status(status: ClusterRolloutStatus) -> dict[str, Any]:
+    """Times in whole seconds: OCM's cluster rollout status holds them as `metav1.Time`, which
+    Kubernetes serialises without a fraction (a `90ms` deadline still counts to the nanosecond;
+    only the printed time is truncated)."""
     return {
         "clusterName": status.cluster_name,
         "groupName": status.group_key.group_name,
@@ -137,8 +140,8 @@ def render_status(status: ClusterRolloutStatus) -> dict[str, Any]:
         "status": status.status.value,
         "lastTransitionTime": None
         if status.last_transition_time is None
-        else status.last_transition_time.rfc3339(),
-        "timeOutTime": None if status.recheck_time is None else status.recheck_time.rfc3339(),
+        else status.last_transition_time.rfc3339(fraction=False),
+        "timeOutTime": None if status.recheck_time is None else status.recheck_time.rfc3339(fraction=False),
     }
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shared.rollout import Instant, ScenarioError, evaluate_scenario, parse_scenario
+from fleetplace.shared.rollout import Instant, ScenarioError, evaluate_scenario, parse_scenario
 
 BASE: dict[str, Any] = {
     "name": "s",
@@ -21,9 +21,9 @@ def scenario(**changes: Any) -> dict[str, Any]:
     return BASE | changes
 
 
-def test_fractional_times_render_without_trailing_zeros() -> None:
+def test_times_print_in_whole_seconds_while_the_recheck_keeps_the_fraction() -> None:
     line = evaluate_scenario(scenario())
-    assert line["clustersToRollout"][0]["timeOutTime"] == "2022-01-01T00:00:00.09Z"
+    assert line["clustersToRollout"][0]["timeOutTime"] == "2022-01-01T00:00:00Z"
     assert line["recheckAfterSeconds"] == 0.09
 
 
