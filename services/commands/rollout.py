@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from shared.rollout import evaluate_scenario
+from fleetplace.shared.rollout import evaluate_scenario
 
 rollout_app = typer.Typer(
     name="rollout",
