@@ -19,8 +19,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from fleetplace.shared.api.admission import admit
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
-from fleetplace.shared.api.rollouts import Rollout
 from fleetplace.shared.api.ocm import OcmObject, Placement, PlacementDecision
+from fleetplace.shared.api.rollouts import Rollout
 from fleetplace.shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
 from fleetplace.shared.placement.engine import delete_object
 from fleetplace.shared.placement.explain import explain
