@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 
 from fleetplace.shared.api.ocm import ObjectMeta, Time, _Model
 from fleetplace.shared.rollout import RolloutError, RolloutStrategy, StrategyType
@@ -20,7 +21,9 @@ __all__ = [
     "REPORTED_STATUSES",
     "PlacementRef",
     "Rollout",
+    "RolloutDiff",
     "RolloutSpec",
+    "RolloutState",
     "RolloutStatusReport",
     "rollout_key_of_status",
     "status_key",
@@ -109,3 +112,70 @@ def rollout_key_of_status(key: str) -> tuple[str, str]:
     if len(parts) != 3 or not all(parts):
         raise ValueError(f"key {key!r} is not <namespace>/<rollout>/<cluster>")
     return f"{parts[0]}/{parts[1]}", parts[2]
+
+
+# ---- the worker's output records (topics rollout-decisions, rollout-state) ----------------------
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore")
+
+
+class RolloutClusterRecord(_Payload):
+    """One cluster as the rollout function lists it (the form of `fleetplace rollout simulate`)."""
+
+    cluster_name: str
+    group_name: str = ""
+    group_index: int = 0
+    status: str = Field(description="ToApply, Progressing, Succeeded, Failed, TimeOut or Skip.")
+    last_transition_time: str | None = None
+    time_out_time: str | None = Field(
+        default=None, description="When the soak ends or the deadline passes (the recheck time)."
+    )
+
+
+class RolloutPlacementRecord(_Payload):
+    """The rollout function's answer for one placementRef."""
+
+    name: str
+    decided: bool = Field(description="The placement has a decision on `placement-decisions`.")
+    clusters_to_rollout: tuple[RolloutClusterRecord, ...] = ()
+    clusters_time_out: tuple[RolloutClusterRecord, ...] = Field(default=(), alias="clustersTimeOut")
+    clusters_removed: tuple[RolloutClusterRecord, ...] = ()
+    max_failure_breach: bool = False
+    error: str | None = Field(default=None, description="A setting OCM rejects while rolling out.")
+
+
+class RolloutState(_Payload):
+    """The current answer of one rollout (topic `rollout-state`, compacted; a tombstone once the
+    rollout is deleted)."""
+
+    schema_version: int = 1
+    rollout: str = Field(pattern=r"^[^/]+/[^/]+$", description="`<namespace>/<name>`, the record key.")
+    seq: int = Field(ge=1, description="The seq of the diff this state comes from.")
+    revision: str
+    clusters: tuple[str, ...] = Field(
+        default=(), description="The clusters to roll out to now (all placements)."
+    )
+    placements: tuple[RolloutPlacementRecord, ...] = ()
+    max_failure_breach: bool = False
+    next_recheck_at: str | None = Field(
+        default=None, description="When the worker evaluates again by itself."
+    )
+    complete: bool = Field(
+        default=False, description="Every placed cluster reported Succeeded (soaked) or Skip."
+    )
+
+
+class RolloutDiff(RolloutState):
+    """One change of a rollout's answer (topic `rollout-decisions`, the log; `seq` +1 per change
+    with no gap, continuing across a deletion and re-creation)."""
+
+    evaluated_at: str = Field(description="The worker's clock when it evaluated (RFC 3339, UTC).")
+    trigger: dict[str, str] = Field(description="{kind: rollout|status|placement|recheck|startup, key}.")
+    added: tuple[str, ...] = Field(default=(), description="Clusters to roll out to now and not before.")
+    removed: tuple[str, ...] = Field(default=(), description="Clusters to roll out to before and not now.")
+    inputs: dict[str, int] = Field(
+        default_factory=dict, description="The watermark: `<topic>/<partition>` to the next offset consumed."
+    )
+    deleted: bool = Field(default=False, description="The rollout is gone: the final diff.")
