@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.rollout import (
+from fleetplace.shared.rollout import (
     ClusterRolloutStatus,
     DecisionGroup,
     GroupKey,

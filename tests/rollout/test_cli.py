@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from services.commands.rollout import register
+from fleetplace.services.commands.rollout import register
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "rollout-ocm-unit-sample.json"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.rollout import NO_DEADLINE, RolloutStatus
-from shared.rollout._cluster_status import Lists, assess, recheck_after
+from fleetplace.shared.rollout import NO_DEADLINE, RolloutStatus
+from fleetplace.shared.rollout._cluster_status import Lists, assess, recheck_after
 
 from .builders import NOW, SECOND, at, status
 

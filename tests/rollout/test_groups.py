@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from shared.rollout import GroupKey, MandatoryGroup
-from shared.rollout._groups import PlacementGroups
+from fleetplace.shared.rollout import GroupKey, MandatoryGroup
+from fleetplace.shared.rollout._groups import PlacementGroups
 
 from .builders import groups
 

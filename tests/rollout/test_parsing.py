@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.rollout import (
+from fleetplace.shared.rollout import (
     NO_DEADLINE,
     DurationError,
     MandatoryGroup,

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.rollout import (
+from fleetplace.shared.rollout import (
     ClusterRolloutStatus,
     DecisionGroup,
     GroupKey,

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from shared.rollout import evaluate_scenario
+from fleetplace.shared.rollout import evaluate_scenario
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "rollout-ocm-unit-sample.json"
 CASES: list[dict[str, Any]] = orjson.loads(SAMPLES.read_bytes())

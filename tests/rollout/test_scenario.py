@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from shared.rollout import Instant, ScenarioError, evaluate_scenario, parse_scenario
+from fleetplace.shared.rollout import Instant, ScenarioError, evaluate_scenario, parse_scenario
 
 BASE: dict[str, Any] = {
     "name": "s",

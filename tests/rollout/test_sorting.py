@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.rollout._sorting import go_sort_slice
+from fleetplace.shared.rollout._sorting import go_sort_slice
 
 
 @given(st.lists(st.integers(min_value=0, max_value=20)))

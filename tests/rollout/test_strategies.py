@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.rollout import DurationError, GroupKey, RolloutStatus, ThresholdError
+from fleetplace.shared.rollout import DurationError, GroupKey, RolloutStatus, ThresholdError
 
 from .builders import NOW, SECOND, at, brief, groups, names, run, status, strategy
 
@@ -444,7 +444,7 @@ def test_recheck_after_keeps_nanoseconds() -> None:
 
 def test_now_may_be_a_datetime() -> None:
     result = run(strategy("All", progressDeadline="90s"), SIX, [status("cluster1", "Progressing", 0)], NOW)
-    from shared.rollout import rollout
+    from fleetplace.shared.rollout import rollout
 
     same = rollout(
         strategy("All", progressDeadline="90s"),
