@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -85,3 +88,32 @@ async def test_a_misrouted_or_invalid_report_goes_to_the_dead_letter_topic(
         await bus.send("rollout-status", "apps/web/c1", report("Succeeded"), by_rollout=False)
         await bus.wait_for(lambda: len(bus.deadletters) >= 1, what="dead letters")
         assert any("status" in d["error"] for d in bus.deadletters)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fleetplace.services.cli", "rollout", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def test_rollout_report_and_status_commands(broker: str, topics: Topics) -> None:
+    common = ("--bootstrap", broker, "--prefix", topics.prefix)
+    async with RolloutBus(broker, topics) as bus, running(settings_for(broker, topics.prefix)):
+        await bus.send("placement-decisions", "apps/web", placement_decisions("apps/web", GROUPS))
+        await bus.send("rollouts", "apps/web", rollout_object("apps/web", strategy=CANARY))
+        await bus.wait_for(lambda: bus.state.get("apps/web") is not None, what="the state")
+        reported = await asyncio.to_thread(
+            cli, "report", "apps/web", "c1", "--status", "Progressing", *common
+        )
+        assert reported.returncode == 0, reported.stderr
+        await bus.wait_for(
+            lambda: (bus.last("apps/web") or {}).get("seq") == 2, what="the diff of the report"
+        )
+        shown = await asyncio.to_thread(cli, "status", "apps/web", *common)
+        assert shown.returncode == 0, shown.stderr
+        line = next(row for row in shown.stdout.splitlines() if " c1 " in row)
+        assert "Progressing" in line and "waits for a report; times out at" in line
