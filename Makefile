@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 NATIVE := $(VENV)/.native
 SOURCES := $(shell find shared services -name '*.py')
 
-.PHONY: native test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit clean
+.PHONY: native test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit bench-rollout clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -66,6 +66,9 @@ bench-e2e: $(NATIVE)
 
 bench-audit: $(NATIVE)
 	$(BIN)/python -m tests.bench.audit
+
+bench-rollout: $(NATIVE)
+	$(BIN)/python -m tests.bench.rollout
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build
