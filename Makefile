@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native unit-pure test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit clean
+.PHONY: native unit-pure test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit bench-rollout clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -62,7 +62,7 @@ load: $(NATIVE)
 demo: $(NATIVE)
 	$(BIN)/fleetplace demo
 
-bench: bench-engine bench-queues bench-e2e bench-audit
+bench: bench-engine bench-queues bench-e2e bench-audit bench-rollout
 
 bench-engine: $(NATIVE)
 	$(BIN)/python -m tests.bench.engine
@@ -75,6 +75,9 @@ bench-e2e: $(NATIVE)
 
 bench-audit: $(NATIVE)
 	$(BIN)/python -m tests.bench.audit
+
+bench-rollout: $(NATIVE)
+	$(BIN)/python -m tests.bench.rollout
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build

@@ -43,9 +43,9 @@ def _register() -> None:
     from fleetplace.services.commands import asyncapi  # docs asyncapi
 
     asyncapi.register(app)
-    from fleetplace.services.commands import rollout  # rollout simulate
+    from fleetplace.services.commands import rollout as rollout_commands  # rollout simulate, status, report
 
-    rollout.register(app)
+    rollout_commands.register(app)
 
 
 _register()

@@ -80,6 +80,7 @@ class Settings(BaseSettings):
 
     scheduler_group_id: str = "fleetplace-scheduler"
     queue_placer_group_id: str = "fleetplace-queue-placer"
+    rollout_group_id: str = "fleetplace-rollout"
 
     log_level: LogLevel = "info"
     log_format: LogFormat = "json"

@@ -33,6 +33,7 @@ from fleetplace.shared.api.ocm import (
     Placement,
 )
 from fleetplace.shared.api.queues import ApplicationSubmission, PartitionConfig
+from fleetplace.shared.api.rollouts import Rollout, RolloutDiff, RolloutState, RolloutStatusReport
 from fleetplace.shared.bus.topics import CATALOGUE, DEFAULT_PREFIX, TopicKind, TopicSpec
 
 BINDING_VERSION = "0.5.0"
@@ -51,6 +52,10 @@ PAYLOADS: dict[str, type[BaseModel]] = {
     "app-placements": AppPlacementRecord,
     "deadletter": DeadLetterRecord,
     "clock": ClockRecord,
+    "rollouts": Rollout,
+    "rollout-status": RolloutStatusReport,
+    "rollout-decisions": RolloutDiff,
+    "rollout-state": RolloutState,
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -73,6 +78,16 @@ DESCRIPTIONS: dict[str, str] = {
     "app-placements": "The queue placement of each application, or its rejection.",
     "deadletter": "Records a worker could not use, whole, with the reason.",
     "clock": "The time for workers started with --clock topic (tests, replays, what-if runs).",
+    "rollouts": "Rollout objects (fleetplace.dev/v1alpha1): a revision and one OCM RolloutStrategy per placement.",
+    "rollout-status": (
+        "One deployer report per (rollout, cluster). Produced to the partition of `<namespace>/<rollout>` "
+        "(murmur2 of the rollout's key), not of the whole key; a misrouted report is dead-lettered."
+    ),
+    "rollout-decisions": (
+        "One rollout diff per change of a rollout's answer: which clusters to roll out to now (+/-), "
+        "timed out, removed, breach, next recheck, inputs. The log (never compacted)."
+    ),
+    "rollout-state": "The current answer of each rollout (compacted; a tombstone once the rollout is deleted).",
 }
 
 # Who reads and who writes each topic (AsyncAPI operations, from fleetplace's side).
@@ -98,16 +113,22 @@ RECEIVERS: dict[str, tuple[str, ...]] = {
         "decisions",
     ),
     "subscriber": ("decisions", "placement-decisions"),
+    "rolloutWorker": ("placement-decisions", "rollouts", "rollout-status", "rollout-decisions", "clock"),
+    "deployer": ("rollout-decisions", "rollout-state"),
 }
 SENDERS: dict[str, tuple[str, ...]] = {
     "scheduler": ("decisions", "placement-decisions", "deadletter"),
     "queuePlacer": ("app-placements", "deadletter"),
+    "rolloutWorker": ("rollout-decisions", "rollout-state", "deadletter"),
+    "deployer": ("rollout-status",),
 }
 
 KEY_PATTERNS = {
     "<namespace>/<name>": r"^[^/]+/[^/]+$",
     "<cluster namespace>/<name>": r"^[^/]+/[^/]+$",
     "<namespace>/<set name>": r"^[^/]+/[^/]+$",
+    "<namespace>/<rollout>": r"^[^/]+/[^/]+$",
+    "<namespace>/<rollout>/<cluster>": r"^[^/]+/[^/]+/[^/]+$",
 }
 
 

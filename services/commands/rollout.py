@@ -138,3 +138,165 @@ def simulate(
                     typer.echo(f"mismatch: {label}: {', '.join(fields)}", err=True)
     if mismatched:
         raise typer.Exit(1)
+
+
+# ---- the worker's side: read a rollout's state, report a status --------------------------------
+
+Bootstrap = Annotated[
+    str | None, typer.Option("--bootstrap", help="Kafka bootstrap servers (else $KAFKA_BOOTSTRAP_SERVERS).")
+]
+Prefix = Annotated[str | None, typer.Option("--prefix", help="Topic prefix (else $FLEETPLACE_TOPIC_PREFIX).")]
+
+
+def _rollout_key(text: str) -> str:
+    parts = text.split("/")
+    if len(parts) != 2 or not all(parts):
+        typer.echo(f"error: expected NAMESPACE/NAME, got {text!r}", err=True)
+        raise typer.Exit(2)
+    return text
+
+
+async def _current_state(settings: Any, key: str) -> dict[str, Any] | None:
+    from fleetplace.shared.bus.codec import decode_object
+    from fleetplace.shared.bus.kafka import BroadcastReader
+    from fleetplace.shared.bus.topics import Topics
+
+    topics = Topics(settings.topic_prefix)
+    state: dict[str, Any] | None = None
+    async with BroadcastReader(settings.kafka, [topics.rollout_state]) as reader:
+        for record in await reader.read_to_end():
+            if record.key == key:
+                state = decode_object(record.value)
+    return state
+
+
+def next_step(listed: str, entry: Mapping[str, Any]) -> str:
+    """What happens next to a cluster the rollout lists, in a phrase."""
+    status, until = entry["status"], entry.get("timeOutTime")
+    if listed == "removed":
+        return "remove the workload (no longer placed)"
+    if listed == "timeout":
+        return "timed out: counts as a failure"
+    if status == "ToApply":
+        return "apply now"
+    if status == "Succeeded":
+        return f"soaking until {until}, then done"
+    if status == "Failed":
+        return f"failed; times out at {until}" if until else "failed; waits for a new report"
+    return f"waits for a report; times out at {until}" if until else "waits for a report"
+
+
+@rollout_app.command("status")
+def status(
+    rollout: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the Rollout.")],
+    output: Annotated[Output, typer.Option("--output", "-o", help="json: the state record.")] = Output.TABLE,
+    bootstrap: Bootstrap = None,
+    prefix: Prefix = None,
+) -> None:
+    """Where a rollout stands, per cluster: group, status, since when, soak end or deadline, what next."""
+    import asyncio
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from fleetplace.services.commands.worker import _settings
+
+    key = _rollout_key(rollout)
+    settings = _settings(bootstrap, prefix)
+    state = asyncio.run(_current_state(settings, key))
+    if state is None:
+        typer.echo(f"error: no state for rollout {key!r} on {settings.topic_prefix}rollout-state", err=True)
+        raise typer.Exit(1)
+    if output is Output.JSON:
+        sys.stdout.buffer.write(orjson.dumps(state) + b"\n")
+        return
+    console = Console() if sys.stdout.isatty() else Console(width=10_000, soft_wrap=True)
+    table = Table("placement", "cluster", "group", "status", "since", "soak end / deadline", "next")
+    for placement in state.get("placements", []):
+        if placement.get("error"):
+            table.add_row(placement["name"], "", "", "error", "", "", placement["error"])
+        for listed, field in (
+            ("rollout", "clustersToRollout"),
+            ("timeout", "clustersTimeOut"),
+            ("removed", "clustersRemoved"),
+        ):
+            for entry in placement.get(field, []):
+                table.add_row(
+                    placement["name"],
+                    entry["clusterName"],
+                    f"{entry['groupName'] or '-'} ({entry['groupIndex']})",
+                    entry["status"],
+                    entry.get("lastTransitionTime") or "",
+                    entry.get("timeOutTime") or "",
+                    next_step(listed, entry),
+                )
+    console.print(table)
+    console.print(
+        f"revision {state['revision']}  seq {state['seq']}  complete: {str(state['complete']).lower()}  "
+        f"maxFailureBreach: {str(state['maxFailureBreach']).lower()}  "
+        f"next recheck: {state.get('nextRecheckAt') or '-'}",
+        highlight=False,
+    )
+
+
+@rollout_app.command("report")
+def report(
+    rollout: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the Rollout.")],
+    cluster: Annotated[str, typer.Argument(help="The cluster the report is about.")],
+    status_: Annotated[str, typer.Option("--status", "-s", help="Progressing, Succeeded, Failed or Skip.")],
+    revision: Annotated[
+        str | None, typer.Option("--revision", help="Default: the rollout's current revision.")
+    ] = None,
+    message: Annotated[str | None, typer.Option("--message", help="A note for people.")] = None,
+    bootstrap: Bootstrap = None,
+    prefix: Prefix = None,
+) -> None:
+    """Publish one deployer report to `rollout-status` (on the rollout's partition)."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    from pydantic import ValidationError
+
+    from fleetplace.services.commands.worker import _settings
+    from fleetplace.shared.api.rollouts import RolloutStatusReport, status_key
+    from fleetplace.shared.bus.codec import encode_json
+    from fleetplace.shared.bus.envelope import new_envelope
+    from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
+    from fleetplace.shared.bus.records import OutgoingRecord
+    from fleetplace.shared.bus.topics import Topics
+
+    key = _rollout_key(rollout)
+    settings = _settings(bootstrap, prefix)
+    if revision is None:
+        state = asyncio.run(_current_state(settings, key))
+        if state is None:
+            typer.echo(f"error: no state for rollout {key!r}: pass --revision", err=True)
+            raise typer.Exit(1)
+        revision = str(state["revision"])
+    try:
+        value = RolloutStatusReport(
+            revision=revision, status=status_, last_transition_time=datetime.now(UTC), message=message
+        )
+    except ValidationError as e:
+        typer.echo(f"error: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}", err=True)
+        raise typer.Exit(2) from None
+    topics = Topics(settings.topic_prefix)
+
+    async def send() -> None:
+        producer = make_producer(settings.kafka)
+        await start_client(producer)
+        try:
+            headers = new_envelope("io.fleetplace.rollout-status", "/fleetplace/rollout-report").to_headers()
+            record = OutgoingRecord(
+                topics.rollout_status,
+                status_key(key, cluster),
+                encode_json(value.to_value()),
+                headers,
+                partition_key=key,
+            )
+            await send_all(producer, [record])
+        finally:
+            await producer.stop()
+
+    asyncio.run(send())
+    typer.echo(f"{status_key(key, cluster)}: {value.status} (revision {revision})")

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from fleetplace.shared.api.admission import admit
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
 from fleetplace.shared.api.ocm import OcmObject, Placement, PlacementDecision
+from fleetplace.shared.api.rollouts import Rollout
 from fleetplace.shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
 from fleetplace.shared.placement.engine import delete_object
 from fleetplace.shared.placement.explain import explain
@@ -59,9 +60,14 @@ def _objects(
         try:
             if admission and isinstance(doc, Mapping):
                 doc = admit(doc, where)
-            out.append((parse_object(doc, where), doc))
+            obj = parse_object(doc, where)
         except ObjectError as e:
             raise InputError(str(e)) from None
+        if isinstance(obj, Rollout):
+            raise InputError(
+                f"{where}: a Rollout is no input of placement simulate (`fleetplace rollout simulate`)"
+            )
+        out.append((obj, doc))
     return out
 
 

@@ -106,6 +106,36 @@ def worker_queues(
         raise typer.Exit(1) from None
 
 
+@worker_app.command("rollout")
+def worker_rollout(
+    bootstrap: Bootstrap = None,
+    prefix: Prefix = None,
+    clock: Annotated[str | None, typer.Option("--clock", help="wall (default) or topic.")] = None,
+    http_port: Annotated[
+        int | None, typer.Option("--http-port", help="Port of /healthz, /readyz, /metrics (0: any).")
+    ] = None,
+    group: Annotated[
+        str | None, typer.Option("--group", help="Consumer group of the rollout instances.")
+    ] = None,
+    instance: Annotated[
+        str, typer.Option("--instance", help="Name of this instance (CloudEvents source).")
+    ] = "rollout",
+) -> None:
+    """Consume placement decisions, rollouts and deployers' reports; publish rollout diffs."""
+    from fleetplace.services.rollout.worker import run_rollout_worker
+
+    if clock not in (None, "wall", "topic"):
+        typer.echo(f"error: --clock: expected wall or topic, got {clock!r}", err=True)
+        raise typer.Exit(2)
+    settings = _settings(bootstrap, prefix, clock=clock, http_port=http_port, rollout_group_id=group)
+    configure_from_settings(settings)
+    try:
+        asyncio.run(run_rollout_worker(settings, instance))
+    except BusError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(worker_app, name="worker")
 

@@ -112,6 +112,7 @@ def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         "ManagedClusterSetBinding",
         "AddOnPlacementScore",
         "PlacementDecision",
+        "Rollout",
     ) and not meta.get("namespace"):
         problems.append(("metadata.namespace", "Required value"))
     if kind == "ManagedCluster":

@@ -18,16 +18,21 @@ from fleetplace.shared.api.ocm import (
     Placement,
     PlacementDecision,
 )
+from fleetplace.shared.api.rollouts import Rollout
 
-__all__ = ["KINDS", "ObjectError", "documents_of", "object_ref", "parse_object"]
+# Every kind a document may be: OCM's objects and fleetplace's own Rollout.
+Document = OcmObject | Rollout
 
-KINDS: dict[str, type[OcmObject]] = {
+__all__ = ["KINDS", "Document", "ObjectError", "documents_of", "object_ref", "parse_object"]
+
+KINDS: dict[str, type[Document]] = {
     "ManagedCluster": ManagedCluster,
     "ManagedClusterSet": ManagedClusterSet,
     "ManagedClusterSetBinding": ManagedClusterSetBinding,
     "Placement": Placement,
     "PlacementDecision": PlacementDecision,
     "AddOnPlacementScore": AddOnPlacementScore,
+    "Rollout": Rollout,
 }
 
 
@@ -64,8 +69,8 @@ def _path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-def parse_object(raw: Any, where: str = "") -> OcmObject:
-    """Validate one decoded document as the OCM kind it names."""
+def parse_object(raw: Any, where: str = "") -> Document:
+    """Validate one decoded document as the kind it names."""
     # a dict (every decoded record) is a Mapping: the ABC check is for anything else
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise ObjectError(where, "document", [("", f"expected an object, got {type(raw).__name__}")])
@@ -77,7 +82,7 @@ def parse_object(raw: Any, where: str = "") -> OcmObject:
         )
     try:
         # what model_validate(raw) does, minus its Python-level argument checks (per record)
-        obj: OcmObject = model.__pydantic_validator__.validate_python(raw)
+        obj: Document = model.__pydantic_validator__.validate_python(raw)
         return obj
     except ValidationError as e:
         problems = [(_path(err["loc"]), err["msg"]) for err in e.errors()]

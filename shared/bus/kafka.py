@@ -159,9 +159,9 @@ async def send_all(producer: Any, records: Iterable[OutgoingRecord]) -> list[Del
     """Send every record and wait for all acknowledgements; Delivered in the order given.
 
     Records are packed into batches per partition, in order, on the partition the producer's
-    default partitioner picks (murmur2 of the key, as in the Java client; a random one without a
-    key): a fan-out publishes thousands of records at once, and queueing them one `send()` at a
-    time costs about twice the client CPU. A record too large for an empty batch goes through
+    default partitioner picks (murmur2 of the key, or of `partition_key` when set, as in the Java
+    client; a random one without a key): a fan-out publishes thousands of records at once, and
+    queueing them one `send()` at a time costs about twice the client CPU. A record too large for an empty batch goes through
     `send()`, which reports why."""
     records = list(records)
     by_partition: dict[TP, list[int]] = {}
@@ -170,7 +170,7 @@ async def send_all(producer: Any, records: Iterable[OutgoingRecord]) -> list[Del
         if r.topic not in choices:
             choices[r.topic] = sorted(await producer.partitions_for(r.topic))
         options = choices[r.topic]
-        key = r.key_bytes
+        key = r.key_bytes if r.partition_key is None else r.partition_key.encode("utf-8")
         partition = (
             options[partition_for_key(key, len(options))] if key is not None else random.choice(options)
         )

@@ -28,6 +28,7 @@ from fleetplace.shared.bus.topics import (
     CLUSTERSETS,
     PLACEMENTS,
     QUEUE_CONFIGS,
+    ROLLOUTS,
     SCORES,
     Topics,
     spec,
@@ -72,6 +73,7 @@ _OCM_ROUTES: dict[str, tuple[str, bool]] = {
     "ManagedClusterSet": (CLUSTERSETS, False),
     "ManagedClusterSetBinding": (CLUSTERSETBINDINGS, True),
     "Placement": (PLACEMENTS, True),
+    "Rollout": (ROLLOUTS, True),
 }
 
 

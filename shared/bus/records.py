@@ -53,6 +53,9 @@ class OutgoingRecord:
     value: bytes | None
     headers: Headers = ()
     timestamp_ms: int | None = None
+    # The key the partition is chosen by when it is not the record's key (a rollout-status
+    # record lands on its rollout's partition: `topics.rollout_partition`).
+    partition_key: str | None = None
 
     @property
     def key_bytes(self) -> bytes | None:

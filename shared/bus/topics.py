@@ -95,6 +95,10 @@ APPLICATIONS = "applications"
 APP_PLACEMENTS = "app-placements"
 DEADLETTER = "deadletter"
 CLOCK = "clock"
+ROLLOUTS = "rollouts"
+ROLLOUT_STATUS = "rollout-status"
+ROLLOUT_DECISIONS = "rollout-decisions"
+ROLLOUT_STATE = "rollout-state"
 
 _W = DEFAULT_WORK_PARTITIONS
 # Broadcast state topics are read whole by every worker, so a few partitions are plenty.
@@ -138,6 +142,45 @@ CATALOGUE: tuple[TopicSpec, ...] = (
     _spec(APP_PLACEMENTS, TopicKind.OUTPUT, "application ID", _W, compacted=False, partitioned=True),
     _spec(DEADLETTER, TopicKind.OUTPUT, "original key", 3, compacted=False),
     _spec(CLOCK, TopicKind.CONTROL, "worker group", 1, compacted=False),
+    # The rollout topics are partitioned by `<namespace>/<rollout>`: a rollout's status reports,
+    # its diffs and its state share its partition number (see `rollout_partition`).
+    _spec(
+        ROLLOUTS,
+        TopicKind.STATE,
+        "<namespace>/<name>",
+        _W,
+        compacted=True,
+        copartition_group="rollout",
+        partitioned=True,
+    ),
+    _spec(
+        ROLLOUT_STATUS,
+        TopicKind.STATE,
+        "<namespace>/<rollout>/<cluster>",
+        _W,
+        compacted=True,
+        copartition_group="rollout",
+        partitioned=True,
+    ),
+    _spec(
+        ROLLOUT_DECISIONS,
+        TopicKind.OUTPUT,
+        "<namespace>/<rollout>",
+        _W,
+        compacted=False,
+        copartition_group="rollout",
+        partitioned=True,
+        extra_config={"retention.ms": "-1"},
+    ),
+    _spec(
+        ROLLOUT_STATE,
+        TopicKind.OUTPUT,
+        "<namespace>/<rollout>",
+        _W,
+        compacted=True,
+        copartition_group="rollout",
+        partitioned=True,
+    ),
 )
 
 _BY_NAME: dict[str, TopicSpec] = {spec.name: spec for spec in CATALOGUE}
@@ -219,6 +262,37 @@ class Topics:
     @property
     def clock(self) -> str:
         return self.prefix + CLOCK
+
+    @property
+    def rollouts(self) -> str:
+        return self.prefix + ROLLOUTS
+
+    @property
+    def rollout_status(self) -> str:
+        return self.prefix + ROLLOUT_STATUS
+
+    @property
+    def rollout_decisions(self) -> str:
+        return self.prefix + ROLLOUT_DECISIONS
+
+    @property
+    def rollout_state(self) -> str:
+        return self.prefix + ROLLOUT_STATE
+
+
+def rollout_of(key: str) -> str:
+    """The rollout a key of a rollout topic belongs to: its first two segments
+    (`apps/web/cluster1` → `apps/web`)."""
+    namespace, _, rest = key.partition("/")
+    return f"{namespace}/{rest.partition('/')[0]}"
+
+
+def rollout_partition(key: str, partitions: int) -> int:
+    """The partition of any rollout topic's record: the default partitioner's choice for the
+    *rollout's* key. A `rollout-status` key has a third segment (the cluster), so a producer must
+    pass this partition explicitly (`OutgoingRecord.partition_key`); the default partitioner
+    would hash the whole key and put the report where its rollout's worker does not read."""
+    return partition_for_key(rollout_of(key), partitions)
 
 
 def planned_partitions(work_partitions: int | None = None) -> dict[str, int]:

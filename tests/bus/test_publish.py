@@ -255,6 +255,10 @@ def test_topics_commands_create_and_list(broker: str, topic_prefix: str) -> None
         "placement-decisions",
         "applications",
         "app-placements",
+        "rollouts",
+        "rollout-status",
+        "rollout-decisions",
+        "rollout-state",
     }
     assert "warning: " + topic_prefix + "placements has 4 partitions, planned 6" in listed.stderr
 

@@ -17,6 +17,7 @@ from fleetplace.shared.bus.topics import (
     ensure_topics,
     partition_for_key,
     planned_partitions,
+    rollout_partition,
     spec,
 )
 
@@ -34,6 +35,10 @@ DESIGN_TABLE = {
     "app-placements": TopicKind.OUTPUT,
     "deadletter": TopicKind.OUTPUT,
     "clock": TopicKind.CONTROL,
+    "rollouts": TopicKind.STATE,
+    "rollout-status": TopicKind.STATE,
+    "rollout-decisions": TopicKind.OUTPUT,
+    "rollout-state": TopicKind.OUTPUT,
 }
 
 
@@ -131,3 +136,11 @@ async def test_missing_copartitioned_topic_is_created_to_match_existing_placemen
     await ensure_topics(broker, topics, only=["placements"], work_partitions=5)
     [decisions] = await ensure_topics(broker, topics, only=["decisions"])
     assert (decisions.state, decisions.partitions) == (TopicState.CREATED, 5)
+
+
+def test_a_rollout_status_record_lands_on_its_rollouts_partition() -> None:
+    for n in (1, 5, 12):
+        for cluster in ("c1", "cluster-17", "x"):
+            assert rollout_partition(f"apps/web/{cluster}", n) == rollout_partition("apps/web", n)
+            assert rollout_partition("apps/web", n) == partition_for_key("apps/web", n)
+    assert planned_partitions(5)["rollouts"] == planned_partitions(5)["rollout-status"] == 5

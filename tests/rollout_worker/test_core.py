@@ -1,0 +1,192 @@
+"""RolloutProcessor: what marks a rollout, when a diff is published, and what it says."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleetplace.services.rollout.core import InvalidRecord, RolloutProcessor
+from tests.rollout_worker.builders import CANARY, placement_decisions, report, rollout_object
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+GROUPS = [("canary", ["c1"]), ("wave", ["c2", "c3"]), ("rest", ["c4", "c5"])]
+
+
+def at(minutes: float) -> datetime:
+    return T0 + timedelta(minutes=minutes)
+
+
+def rfc(minutes: float) -> str:
+    return at(minutes).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def started(strategy: dict[str, Any] = CANARY) -> RolloutProcessor:
+    p = RolloutProcessor()
+    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", GROUPS))
+    p.apply("rollouts", "apps/web", rollout_object("apps/web", strategy=strategy))
+    return p
+
+
+def one(p: RolloutProcessor, now: datetime) -> dict[str, Any]:
+    diffs = p.evaluate(now, {})
+    assert len(diffs) == 1, diffs
+    return diffs[0]
+
+
+def test_canary_group_goes_first_then_the_next_group_after_its_soak_ends_on_the_timer() -> None:
+    p = started()
+    first = one(p, at(0))
+    assert (first["seq"], first["clusters"], first["added"]) == (1, ["c1"], ["c1"])
+    assert p.evaluate(at(0), {}) == []  # nothing marked, nothing published
+    p.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(1)))
+    soaking = one(p, at(1))
+    assert soaking["clusters"] == ["c1"] and soaking["nextRecheckAt"] == rfc(6)
+    assert soaking["trigger"] == {"kind": "status", "key": "apps/web/c1"}
+    p.tick(at(5.9))
+    assert not p.dirty
+    p.tick(at(6))  # the soak ends with no event
+    wave = one(p, at(6))
+    assert wave["trigger"]["kind"] == "recheck"
+    assert (wave["seq"], wave["clusters"], wave["added"], wave["removed"]) == (
+        3,
+        ["c2", "c3"],
+        ["c2", "c3"],
+        ["c1"],
+    )
+    assert not wave["complete"]
+
+
+def test_failures_beyond_max_failures_breach_and_add_no_new_cluster() -> None:
+    # Progressive counts failures over every cluster; ProgressivePerGroup only over the group it
+    # walks, which a failing cluster of a later group never lets it reach (docs/rollouts.md)
+    p = started({"type": "Progressive", "progressive": {"maxFailures": 1, "maxConcurrency": 3}})
+    p.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(-10)))
+    assert one(p, at(0))["clusters"] == ["c2", "c3", "c4"]
+    p.apply("rollout-status", "apps/web/c2", report("Failed", at=rfc(0)))
+    p.apply("rollout-status", "apps/web/c3", report("Failed", at=rfc(0)))
+    breach = one(p, at(1))
+    assert breach["maxFailureBreach"] is True
+    assert (breach["clusters"], breach["removed"]) == (["c2", "c3"], ["c4"])
+
+
+def test_a_new_revision_starts_over_and_old_reports_count_as_none() -> None:
+    p = started()
+    for c in ("c1", "c2", "c3", "c4", "c5"):
+        p.apply("rollout-status", f"apps/web/{c}", report("Succeeded", at=rfc(-60)))
+    done = one(p, at(0))
+    assert done["complete"] and done["clusters"] == []
+    p.apply("rollouts", "apps/web", rollout_object("apps/web", revision="v2", strategy=CANARY))
+    again = one(p, at(1))
+    assert (again["revision"], again["clusters"], again["complete"]) == ("v2", ["c1"], False)
+
+
+def test_a_deleted_rollout_gets_a_final_diff_and_no_state() -> None:
+    p = started()
+    one(p, at(0))
+    p.apply("rollouts", "apps/web", None)
+    final = one(p, at(1))
+    assert final["deleted"] is True and final["removed"] == ["c1"] and final["seq"] == 2
+    assert p.state("apps/web") is None
+    assert p.evaluate(at(2), {}) == []
+
+
+def test_a_report_marks_only_its_own_rollout_and_a_placement_only_the_rollouts_using_it() -> None:
+    p = started()
+    p.apply("placement-decisions", "apps/db", placement_decisions("apps/db", [("", ["d1"])]))
+    p.apply("rollouts", "apps/db", rollout_object("apps/db", placement="db"))
+    p.evaluate(at(0), {})
+    p.apply("rollout-status", "apps/db/d1", report("Progressing", at=rfc(0)))
+    assert set(p.dirty) == {"apps/db"}
+    p.evaluate(at(0), {})
+    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", [*GROUPS, ("late", ["c6"])]))
+    assert set(p.dirty) == {"apps/web"}
+
+
+def test_a_report_of_another_revision_marks_nothing() -> None:
+    p = started()
+    p.evaluate(at(0), {})
+    p.apply("rollout-status", "apps/web/c1", report("Failed", revision="v0", at=rfc(0)))
+    assert not p.dirty
+
+
+def test_the_same_decision_groups_again_mark_nothing() -> None:
+    p = started()
+    p.evaluate(at(0), {})
+    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", GROUPS, seq=2))
+    assert not p.dirty
+
+
+def test_a_cluster_leaving_the_placement_shows_up_as_removed() -> None:
+    p = started({"type": "All"})
+    p.apply("rollout-status", "apps/web/c5", report("Progressing", at=rfc(0)))
+    one(p, at(0))
+    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", [("canary", ["c1"])]))
+    diff = one(p, at(1))
+    placed = diff["placements"][0]
+    assert [s["clusterName"] for s in placed["clustersRemoved"]] == ["c5"]
+    assert diff["clusters"] == ["c1"] and set(diff["removed"]) == {"c2", "c3", "c4", "c5"}
+
+
+def test_a_report_without_transition_time_takes_the_record_timestamp() -> None:
+    p = started({"type": "All", "all": {"progressDeadline": "1m"}})
+    p.apply(
+        "rollout-status", "apps/web/c1", report("Progressing"), timestamp_ms=int(at(0).timestamp() * 1000)
+    )
+    diff = one(p, at(0))
+    c1 = next(s for s in diff["placements"][0]["clustersToRollout"] if s["clusterName"] == "c1")
+    assert c1["lastTransitionTime"] == rfc(0) and c1["timeOutTime"] == rfc(1)
+
+
+def test_an_invalid_strategy_setting_is_reported_in_the_diff() -> None:
+    p = started({"type": "Progressive", "progressive": {"maxFailures": "3"}})
+    diff = one(p, at(0))
+    assert "invalid maximum threshold" in diff["placements"][0]["error"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("apps/web", report("Succeeded")),
+        ("apps/web/c1", {"revision": "v1", "status": "ToApply"}),
+        ("apps/web/c1", {"status": "Succeeded"}),
+    ],
+)
+def test_bad_status_records_are_rejected_with_a_reason(key: str, value: dict[str, Any]) -> None:
+    p = started()
+    with pytest.raises(InvalidRecord):
+        p.apply("rollout-status", key, value, timestamp_ms=0)
+
+
+def test_a_new_instance_fed_the_published_diffs_publishes_nothing_again() -> None:
+    p = started()
+    p.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(0)))
+    diffs = p.evaluate(at(1), {})
+    fresh = started()
+    fresh.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(0)))
+    for d in diffs:
+        fresh.apply("rollout-decisions", "apps/web", d)
+    fresh.mark_all()
+    assert fresh.evaluate(at(1), {}) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.permutations(["c1", "c2", "c3", "c4", "c5"]),
+    st.lists(st.sampled_from(["Progressing", "Succeeded", "Failed", "Skip"]), min_size=5, max_size=5),
+)
+def test_the_answer_does_not_depend_on_the_order_reports_arrive(
+    order: list[str], statuses: list[str]
+) -> None:
+    by_cluster = dict(zip(["c1", "c2", "c3", "c4", "c5"], statuses, strict=True))
+    answers = []
+    for sequence in (sorted(by_cluster), order):
+        p = started()
+        for c in sequence:
+            p.apply("rollout-status", f"apps/web/{c}", report(by_cluster[c], at=rfc(0)))
+        diff = one(p, at(3))
+        answers.append({k: v for k, v in diff.items() if k not in ("trigger",)})
+    assert answers[0] == answers[1]
