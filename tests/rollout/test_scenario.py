@@ -91,3 +91,51 @@ def test_bad_min_success_time_is_reported_with_gos_message() -> None:
 def test_deprecated_timeout_field_is_ignored() -> None:
     line = evaluate_scenario(scenario(rolloutStrategy={"type": "All", "all": {"timeout": "1s"}}))
     assert line["error"] is None and line["clustersTimeOut"] == []
+
+
+def test_recheck_times_past_year_9999_print_with_a_longer_year() -> None:
+    # Kubernetes writes a time's year with at least four digits, more when it needs them.
+    line = evaluate_scenario(
+        scenario(
+            now="9999-12-31T23:00:00Z",
+            rolloutStrategy={"type": "All", "all": {"progressDeadline": "2h"}},
+        )
+    )
+    assert line["error"] is None
+    assert line["clustersToRollout"][0]["timeOutTime"] == "10000-01-01T01:00:00Z"
+    assert line["recheckAfterSeconds"] == 7200
+
+
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [
+        ("0000-02-29T12:00:00Z", "0000-02-29T12:00:00Z"),
+        ("0001-01-01T00:30:00+01:00", "0000-12-31T23:30:00Z"),
+        ("1969-12-31T23:59:59.999999999Z", "1969-12-31T23:59:59Z"),
+        ("2024-02-29T00:00:00-05:30", "2024-02-29T05:30:00Z"),
+    ],
+)
+def test_times_from_year_zero_on_read_and_print_in_utc(text: str, printed: str) -> None:
+    assert Instant.parse(text).rfc3339(fraction=False) == printed
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["2023-02-29T00:00:00Z", "2022-13-01T00:00:00Z", "2022-01-01T24:00:00Z", "2022-01-01T00:00:60Z"],
+)
+def test_impossible_dates_and_times_are_not_times(text: str) -> None:
+    with pytest.raises(ValueError, match="not an RFC 3339 time"):
+        Instant.parse(text)
+
+
+def test_the_zero_time_prints_as_null_like_an_unset_kubernetes_time() -> None:
+    line = evaluate_scenario(
+        scenario(
+            clusterStatuses=[
+                {"clusterName": "c1", "status": "Progressing", "lastTransitionTime": "0001-01-01T00:00:00Z"}
+            ],
+            rolloutStrategy={"type": "All", "all": {"progressDeadline": "5s"}},
+        )
+    )
+    timed_out = line["clustersTimeOut"][0]
+    assert (timed_out["lastTransitionTime"], timed_out["timeOutTime"]) == (None, "0001-01-01T00:00:05Z")
