@@ -100,51 +100,95 @@ class RolloutStrategy:
     def from_json(cls, document: Mapping[str, Any] | None) -> RolloutStrategy:
         """Read OCM's RolloutStrategy object (`{"type": ..., "progressive": {...}}`).
 
-        Only the sub-object named by `type` is read; an absent or null one means all defaults;
-        unknown keys (the old `timeout` among them) are ignored.
+        Only the sub-object named by `type` is read; an absent or null one means all defaults.
+        Its settings are decoded as Kubernetes decodes them, in document order, stopping at the
+        first duration or threshold it cannot hold; keys the type does not have (the old
+        `timeout` among them) are ignored.
         """
         document = document or {}
         if not isinstance(document, Mapping):
             raise StrategyTypeError(f"rolloutStrategy must be an object, not {type(document).__name__}")
-        kind = document.get("type") or ""
+        kind = document.get("type")
+        kind = "" if kind is None else kind
         if not isinstance(kind, str):
             raise StrategyTypeError(f"incorrect rollout strategy type {kind}")
         section = _SECTIONS.get(kind)
         settings = (document.get(section) if section else None) or {}
         if not isinstance(settings, Mapping):
             raise StrategyTypeError(f"rolloutStrategy.{section} must be an object")
-        deadline = settings.get("progressDeadline") or ""
+        fields = _FIELDS.get(kind, frozenset())
+        decoded: dict[str, Any] = {}
+        for key, value in settings.items():
+            if key not in fields:
+                continue
+            if key == "minSuccessTime":
+                decoded[key] = _duration(value)
+            elif key in ("maxFailures", "maxConcurrency"):
+                decoded[key] = _int_or_string(value)
+        # Plain fields are checked last: Kubernetes reports a bad one only when no duration or
+        # threshold failed.
+        deadline = settings.get("progressDeadline") if "progressDeadline" in fields else None
+        deadline = "" if deadline is None else deadline
         if not isinstance(deadline, str):
             raise DurationError(f"progressDeadline must be a string, not {deadline!r}")
-        min_success = 0
-        if kind != StrategyType.ALL:
-            # All has no soak time, so its minSuccessTime is never read.
-            min_success = _duration(settings.get("minSuccessTime"), "minSuccessTime")
+        mandatory = settings.get("mandatoryDecisionGroups") if "mandatoryDecisionGroups" in fields else None
         return cls(
             type=kind,
             progress_deadline=deadline,
-            min_success_time_nanos=min_success,
-            max_failures=_int_or_string(settings.get("maxFailures"), "maxFailures"),
-            max_concurrency=_int_or_string(settings.get("maxConcurrency"), "maxConcurrency"),
-            mandatory_groups=_mandatory_groups(settings.get("mandatoryDecisionGroups")),
+            # All has no soak time: its minSuccessTime is decoded but never used.
+            min_success_time_nanos=0 if kind == StrategyType.ALL else decoded.get("minSuccessTime", 0),
+            max_failures=decoded.get("maxFailures", 0),
+            max_concurrency=decoded.get("maxConcurrency", 0),
+            mandatory_groups=_mandatory_groups(mandatory),
         )
 
 
-def _duration(value: Any, name: str) -> int:
+# The settings each type has (OCM's RolloutAll, RolloutProgressive, RolloutProgressivePerGroup).
+_COMMON_FIELDS = frozenset({"minSuccessTime", "progressDeadline", "maxFailures"})
+_FIELDS: dict[str, frozenset[str]] = {
+    StrategyType.ALL: _COMMON_FIELDS,
+    StrategyType.PROGRESSIVE: _COMMON_FIELDS | {"mandatoryDecisionGroups", "maxConcurrency"},
+    StrategyType.PROGRESSIVE_PER_GROUP: _COMMON_FIELDS | {"mandatoryDecisionGroups"},
+}
+
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _json_kind(value: Any) -> str:
+    """The kind of a JSON value as Go's JSON decoder names it in its errors."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    return "array"
+
+
+def _duration(value: Any) -> int:
+    """A `metav1.Duration`: a Go duration string. Null decodes as the empty string, which is
+    not a duration; any other non-string is the JSON decoder's error."""
     if value is None:
-        return 0
+        value = ""
     if not isinstance(value, str):
-        raise DurationError(f'{name} must be a duration string such as "60s", not {value!r}')
+        raise DurationError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
     return parse_go_duration(value)
 
 
-def _int_or_string(value: Any, name: str) -> IntOrString:
-    """An absent or null threshold is the integer 0."""
+def _int_or_string(value: Any) -> IntOrString:
+    """An `intstr.IntOrString`: a string, or a number that is an int32. Null is the integer 0."""
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ThresholdError(f"{name} must be an integer or a string, not {value!r}")
-    return value
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and _INT32_MIN <= value <= _INT32_MAX:
+        return value
+    kind = _json_kind(value)
+    if kind == "number":
+        kind = f"number {value!r}"
+    raise ThresholdError(f"json: cannot unmarshal {kind} into Go value of type int32")
 
 
 def _mandatory_groups(value: Any) -> tuple[MandatoryGroup, ...]:

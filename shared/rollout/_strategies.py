@@ -20,8 +20,9 @@ def _split_removed(
     groups: GroupMap, statuses: Sequence[ClusterRolloutStatus]
 ) -> tuple[list[ClusterRolloutStatus], tuple[ClusterRolloutStatus, ...]]:
     """Statuses of clusters still in some group, and (in input order) those of clusters that are
-    no longer placed."""
-    placed = groups.clusters()
+    no longer placed. A status without a cluster name is never placed, even when a group lists
+    an empty name."""
+    placed = groups.clusters() - {""}
     current = [s for s in statuses if s.cluster_name in placed]
     removed = tuple(s for s in statuses if s.cluster_name not in placed)
     return current, removed

@@ -19,8 +19,9 @@ _DECIMAL: Final = re.compile(r"[+-]?(?:[0-9_]+(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][+
 _HEX: Final = re.compile(
     r"[+-]?0[xX](?:[0-9a-fA-F_]+(?:\.[0-9a-fA-F_]*)?|\.[0-9a-fA-F_]+)[pP][+-]?[0-9][0-9_]*"
 )
-_INFINITY: Final = re.compile(r"[+-]?(?:inf|infinity)", re.IGNORECASE)
-_NAN: Final = re.compile(r"nan", re.IGNORECASE)
+# Case is ignored for ASCII letters only ("ınf" with a dotless i is not infinity).
+_INFINITY: Final = re.compile(r"[+-]?(?:inf|infinity)", re.IGNORECASE | re.ASCII)
+_NAN: Final = re.compile(r"nan", re.IGNORECASE | re.ASCII)
 _ESCAPES: Final = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ._errors import RolloutError, ScenarioError
 from ._models import (
@@ -129,19 +129,27 @@ def parse_scenario(document: Any) -> Scenario:
     )
 
 
+# Go's zero time, which Kubernetes writes as null.
+_ZERO_TIME: Final = Instant.parse("0001-01-01T00:00:00Z")
+
+
+def _kubernetes_time(moment: Instant | None) -> str | None:
+    """A time as Kubernetes serialises a `metav1.Time`: whole seconds (a `90ms` deadline still
+    counts to the nanosecond; only the printed time is truncated), and null for Go's zero time."""
+    if moment is None or moment == _ZERO_TIME:
+        return None
+    return moment.rfc3339(fraction=False)
+
+
 def render_status(status: ClusterRolloutStatus) -> dict[str, Any]:
-    """Times in whole seconds: OCM's cluster rollout status holds them as `metav1.Time`, which
-    Kubernetes serialises without a fraction (a `90ms` deadline still counts to the nanosecond;
-    only the printed time is truncated)."""
+    """OCM's cluster rollout status holds its times as `metav1.Time`."""
     return {
         "clusterName": status.cluster_name,
         "groupName": status.group_key.group_name,
         "groupIndex": status.group_key.group_index,
         "status": status.status.value,
-        "lastTransitionTime": None
-        if status.last_transition_time is None
-        else status.last_transition_time.rfc3339(fraction=False),
-        "timeOutTime": None if status.recheck_time is None else status.recheck_time.rfc3339(fraction=False),
+        "lastTransitionTime": _kubernetes_time(status.last_transition_time),
+        "timeOutTime": _kubernetes_time(status.recheck_time),
     }
 
 

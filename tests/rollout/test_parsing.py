@@ -166,6 +166,19 @@ def test_threshold_strings_that_are_not_percentages_are_errors(value: str, messa
     assert str(e.value) == message
 
 
+@pytest.mark.parametrize("text", ["\u0131nf", "\u0130nf", "\u0131nfinity", "INF\u0131NITY"])
+def test_infinity_is_spelled_in_ascii_letters_only(text: str) -> None:
+    # Go compares the letters of "inf"/"infinity"/"nan" byte by byte, ignoring ASCII case only.
+    with pytest.raises(ThresholdError) as e:
+        threshold_of(text + "%", 10, 0)
+    assert str(e.value) == f'strconv.ParseFloat: parsing "{text}": invalid syntax'
+
+
+@pytest.mark.parametrize("text", ["Inf%", "-INFINITY%", "+iNf%", "NaN%", "nAn%"])
+def test_ascii_infinity_and_nan_in_any_case_fall_back_to_the_default(text: str) -> None:
+    assert threshold_of(text, 10, 3) == 3
+
+
 def test_only_the_sub_object_named_by_type_is_read() -> None:
     parsed = RolloutStrategy.from_json(
         {

@@ -61,10 +61,12 @@ def strategies(draw: st.DrawFn, kinds: tuple[str, ...]) -> RolloutStrategy:
     section = {"All": "all", "Progressive": "progressive", "ProgressivePerGroup": "progressivePerGroup"}[kind]
     settings_doc: dict[str, Any] = {
         "progressDeadline": draw(deadline_st),
-        "minSuccessTime": draw(soak_st),
         "maxFailures": draw(threshold_st),
         "maxConcurrency": draw(threshold_st),
     }
+    soak = draw(soak_st)
+    if soak is not None:  # absent, not null: a null duration does not decode
+        settings_doc["minSuccessTime"] = soak
     if draw(st.booleans()):
         settings_doc["mandatoryDecisionGroups"] = [
             draw(st.sampled_from([{"groupName": "canary"}, {"groupIndex": 1}]))

@@ -453,3 +453,15 @@ def test_now_may_be_a_datetime() -> None:
         NOW.to_datetime(),
     )
     assert same == result
+
+
+@pytest.mark.parametrize("kind", ["All", "Progressive", "ProgressivePerGroup"])
+def test_status_with_an_empty_cluster_name_is_removed_even_when_a_group_lists_an_empty_name(
+    kind: str,
+) -> None:
+    decision = groups(("", 0, ["", "cluster1"]))
+    nameless = status("", "Progressing", 1)
+    result = run(strategy(kind), decision, [nameless, status("cluster1", "Succeeded", 1)])
+    assert result.clusters_removed == (nameless,)
+    # The group's empty name is still a cluster without a status, so it is listed as new.
+    assert brief(result.clusters_to_rollout) == [("", "ToApply")]
