@@ -421,9 +421,9 @@ def test_quantity_library() -> None:
         'quantity(managedCluster.status.allocatable.memory).isGreaterThan(quantity("1000Mi"))', raw
     )
     assert matches('quantity(managedCluster.status.allocatable.cpu).compareTo(quantity("2")) == 0', raw)
-    assert matches('quantity("1").isLessThan(quantity("1001m")) && quantity("-1").sign() == -1')
+    assert matches('quantity("1").isLessThan(quantity("1001m")) && sign(quantity("-1")) == -1')
     assert matches(
-        'quantity("1Ki").add(quantity("1Ki")).asInteger() == 2048 && quantity("1").sub(1).sign() == 0'
+        'quantity("1Ki").add(quantity("1Ki")).asInteger() == 2048 && sign(quantity("1").sub(1)) == 0'
     )
     assert matches('quantity("1500m").asApproximateFloat() == 1.5 && !quantity("1500m").isInteger()')
     assert matches('isQuantity("10Gi") && !isQuantity("10 Gi") && !isQuantity("1K")')
@@ -696,3 +696,47 @@ def test_compiled_expression_is_reusable_and_hashable_by_identity() -> None:
     assert evaluate_predicate_cel([a], east, "cluster1", lookup())
     assert not evaluate_predicate_cel([a], west, "cluster1", lookup())
     assert evaluate_predicate_cel([a], east, "cluster1", lookup())
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        # Kubernetes declares sign as a global function only
+        (
+            'quantity("1").sign() == 1',
+            "1:19: found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'",
+        ),
+        ('"1".quantity()', "1:13: found no matching overload for 'quantity' applied to 'string.()'"),
+        ('"1.0.0".semver()', "1:15: found no matching overload for 'semver' applied to 'string.()'"),
+        # the comparisons are receiver-style only
+        (
+            'isGreaterThan(quantity("1"), quantity("2"))',
+            "1:14: found no matching overload for 'isGreaterThan' applied to"
+            " '(kubernetes.Quantity, kubernetes.Quantity)'",
+        ),
+        (
+            'quantity("1").isGreaterThan(1)',
+            "1:28: found no matching overload for 'isGreaterThan' applied to 'kubernetes.Quantity.(int)'",
+        ),
+        (
+            'quantity("1").add(1.5)',
+            "1:18: found no matching overload for 'add' applied to 'kubernetes.Quantity.(double)'",
+        ),
+        # mul and div came after the Kubernetes version OCM vendors
+        ('quantity("1").mul(2)', "1:18: undeclared reference to 'mul' (in container '')"),
+        ('quantity("4").div(2)', "1:18: undeclared reference to 'div' (in container '')"),
+        ('"a".startsWith(1)', "1:15: found no matching overload for 'startsWith' applied to 'string.(int)'"),
+    ],
+)
+def test_forms_the_declarations_reject_are_compile_errors(expr: str, message: str) -> None:
+    with pytest.raises(CelCompileError) as excinfo:
+        compile_cel(expr)
+    assert str(excinfo.value).splitlines()[0] == f"compilation failed: ERROR: <input>:{message}"
+
+
+def test_quantity_sign_is_a_global_function() -> None:
+    assert matches('sign(quantity("1500m")) == 1 && sign(quantity("0")) == 0')
+    assert matches(
+        "sign(quantity(managedCluster.status.allocatable.cpu)) == 1",
+        cluster(status={"allocatable": {"cpu": "2"}}),
+    )

@@ -159,9 +159,12 @@ def _accepts(param: str, arg: Type) -> bool:
     return param == DYN or arg == DYN or param == kind(arg) or (arg == NULL and param in _NULLABLE)
 
 
-def _no_overload(name: str, types: list[Type], pos: int) -> CheckError:
-    shown = ", ".join(format_type(t) for t in types)
-    return CheckError(f"found no matching overload for '{name}' applied to '({shown})'", pos)
+def _no_overload(name: str, types: list[Type], pos: int, member: bool = False) -> CheckError:
+    """cel-go's message; a receiver-style call shows its receiver's type before the arguments,
+    as in ``'string.(int)'``."""
+    receiver = f"{format_type(types[0])}." if member else ""
+    shown = ", ".join(format_type(t) for t in types[1 if member else 0 :])
+    return CheckError(f"found no matching overload for '{name}' applied to '{receiver}({shown})'", pos)
 
 
 def _element(t: Type) -> Type:
@@ -361,7 +364,7 @@ class Checker:
         fn = lookup(node.function, member, arity)
         if fn is None:
             if node.function in GLOBAL_NAMES or node.function in MEMBER_NAMES:
-                raise _no_overload(node.function, types, node.pos)
+                raise _no_overload(node.function, types, node.pos, member)
             raise CheckError(f"undeclared reference to '{node.function}' (in container '')", node.pos)
         results: set[Type] = {
             sig.result
@@ -369,7 +372,7 @@ class Checker:
             if all(_accepts(p, a) for p, a in zip(sig.params, types, strict=True))
         }
         if not results:
-            raise _no_overload(node.function, types, node.pos)
+            raise _no_overload(node.function, types, node.pos, member)
         result = results.pop() if len(results) == 1 else DYN
         return _refine(node.function, types, result)
 

@@ -165,7 +165,9 @@ def _quantity(name: str, *values: Any) -> None:
             no_overload(name, *values)
 
 
-@function("sign", "(kubernetes.Quantity) -> int", member=True)
+# Kubernetes declares ``sign`` as a global function only: ``sign(quantity("1"))`` compiles,
+# ``quantity("1").sign()`` does not (although the library's own documentation shows the latter).
+@function("sign", "(kubernetes.Quantity) -> int")
 def quantity_sign(frame: Frame, q: Any) -> int:
     _quantity("sign", q)
     return (q.value > 0) - (q.value < 0)  # type: ignore[no-any-return]
