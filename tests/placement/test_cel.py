@@ -1,4 +1,5 @@
-"""CEL selector of the Predicate filter (spec §4.1.3, limits §1.7)."""
+"""CEL selector of the Predicate filter: OCM's environment, the cluster view and the cost limits
+(1,000,000 per expression, 10,000,000 per predicate and cluster)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def matches(
     return evaluate_predicate_cel(compiled, cluster_cel_view(raw), name, lookup(scores))
 
 
-# -- the examples of spec §4.1.3 and §12 (E15) ------------------------------------------------------
+# -- OCM's examples, from its tests and documentation --------------------------------------------
 
 
 def test_label_expression_selects_by_region() -> None:
@@ -485,7 +486,7 @@ def test_standard_conversions_and_timestamps() -> None:
     assert matches('type(managedCluster) == map && type("") == string && type(null) == null_type')
 
 
-# -- cost limits (§1.7) ------------------------------------------------------------------------
+# -- cost limits -------------------------------------------------------------------------------
 
 
 def _big_list_cluster(n: int) -> dict[str, Any]:

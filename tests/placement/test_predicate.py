@@ -1,4 +1,4 @@
-"""The Predicate filter (spec §4.1): OR across predicates, AND inside one, and its short-circuits."""
+"""The Predicate filter: OR across predicates, AND inside one, and its short-circuits."""
 
 from __future__ import annotations
 

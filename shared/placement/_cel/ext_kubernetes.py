@@ -12,7 +12,6 @@ from urllib.parse import parse_qsl, urlsplit
 from fleetplace.shared.placement._cel import ext_strings
 from fleetplace.shared.placement._cel.library import Frame, function, size_cost
 from fleetplace.shared.placement._cel.operators import add, check_int, compare, no_overload
-from fleetplace.shared.placement._cel.quantity import Quantity, QuantityError, parse_quantity
 from fleetplace.shared.placement._cel.semver import Semver, SemverError, parse_semver
 from fleetplace.shared.placement._cel.stdlib import compile_regex
 from fleetplace.shared.placement._cel.values import (
@@ -23,6 +22,7 @@ from fleetplace.shared.placement._cel.values import (
     Uint,
     cel_equals,
 )
+from fleetplace.shared.placement.quantity import InvalidQuantity, Quantity, parse_quantity
 
 # -- Lists ----------------------------------------------------------------------------------------
 
@@ -144,7 +144,7 @@ def quantity(frame: Frame, s: Any) -> Quantity:
         no_overload("quantity", s)
     try:
         return parse_quantity(s)
-    except QuantityError as e:
+    except InvalidQuantity as e:
         raise CelEvalError(f"quantities must match the regular expression: {e}") from None
 
 
@@ -154,7 +154,7 @@ def is_quantity(frame: Frame, s: Any) -> bool:
         no_overload("isQuantity", s)
     try:
         parse_quantity(s)
-    except QuantityError:
+    except InvalidQuantity:
         return False
     return True
 
@@ -267,7 +267,8 @@ def quantity_as_integer(frame: Frame, q: Any) -> int:
 @function("asApproximateFloat", "(kubernetes.Quantity) -> double", member=True)
 def quantity_as_float(frame: Frame, q: Any) -> float:
     _quantity("asApproximateFloat", q)
-    return float(q.value)
+    receiver: Quantity = q
+    return receiver.approximate_float()
 
 
 # -- Semver (base version only: no normalize overloads) ---------------------------------------------

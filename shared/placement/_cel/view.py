@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from fleetplace.shared.placement._cel.quantity import QuantityError, canonicalize
+from fleetplace.shared.placement.quantity import InvalidQuantity, canonicalize
 
 _INT32: Final = (-(2**31), 2**31 - 1)
 _INT64: Final = (-(2**63), 2**63 - 1)
@@ -111,7 +111,7 @@ def _time(v: Any, path: str) -> str | None:
 def _quantity(v: Any, path: str) -> str:
     try:
         return canonicalize(v)
-    except QuantityError as e:
+    except InvalidQuantity as e:
         raise ViewError(f"{path}: {e}") from e
 
 
