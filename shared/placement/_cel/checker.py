@@ -16,6 +16,7 @@ become global calls, and type names (``int``, ``string``, ...) become type liter
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final, TypeAlias, Union
 
@@ -186,7 +187,8 @@ def _qualified_name(node: ast.Node) -> str | None:
 
 
 class Checker:
-    def __init__(self) -> None:
+    def __init__(self, variables: Mapping[str, Type]) -> None:
+        self.variables = variables
         self.scopes: list[tuple[str, Type]] = []
         self.errors: list[CheckError] = []
 
@@ -197,7 +199,7 @@ class Checker:
         return None
 
     def declared(self, name: str) -> bool:
-        return self.scoped(name) is not None or name in VARIABLES
+        return self.scoped(name) is not None or name in self.variables
 
     def check(self, node: ast.Node) -> tuple[ast.Node, Type]:
         """Check one node; a problem is recorded and the node typed ``dyn`` so that checking
@@ -262,8 +264,8 @@ class Checker:
         scoped = self.scoped(node.name)
         if scoped is not None:
             return node, scoped
-        if node.name in VARIABLES:
-            return node, VARIABLES[node.name]
+        if node.name in self.variables:
+            return node, self.variables[node.name]
         if node.name in TYPE_NAMES:
             return ast.Literal(node.pos, CelType(TYPE_NAMES[node.name])), "type"
         raise CheckError(f"undeclared reference to '{node.name}' (in container '')", node.pos)
@@ -457,9 +459,10 @@ def _refine(function: str, types: list[Type], result: Type) -> Type:
     return result
 
 
-def check(node: ast.Node) -> tuple[ast.Node, Type]:
-    """Check and resolve ``node``; raises :class:`CheckErrors`."""
-    checker = Checker()
+def check(node: ast.Node, variables: Mapping[str, Type] = VARIABLES) -> tuple[ast.Node, Type]:
+    """Check and resolve ``node`` against the declared ``variables`` (OCM's: ``managedCluster``);
+    raises :class:`CheckErrors`."""
+    checker = Checker(variables)
     checked = checker.check(node)
     if checker.errors:
         raise CheckErrors(checker.errors)
