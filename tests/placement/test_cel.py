@@ -351,6 +351,15 @@ def test_heterogeneous_numeric_equality_and_ordering() -> None:
     assert matches('dyn(1) != "1"')
 
 
+def test_an_integer_meets_a_double_as_a_double_as_in_cel_go() -> None:
+    # int64's maximum is not a double: it meets 2**63 as 2**63 (equal, not less)
+    assert matches("dyn(9223372036854775807) == 9223372036854775808.0")
+    assert not matches("dyn(9223372036854775807) < 9223372036854775808.0")
+    # a double beyond the integer's range is simply greater or smaller
+    assert matches("dyn(18446744073709551615u) < 18446744073709590000.0 && dyn(1u) > -1.0")
+    assert not matches("dyn(1) == 0.0/0.0") and matches("dyn(1) != 0.0/0.0")
+
+
 def test_macros() -> None:
     assert matches("[1, 2, 3].exists_one(x, x == 2)")
     assert not matches("[2, 2].exists_one(x, x == 2)")
