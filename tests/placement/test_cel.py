@@ -750,3 +750,13 @@ def test_quantity_sign_is_a_global_function() -> None:
         "sign(quantity(managedCluster.status.allocatable.cpu)) == 1",
         cluster(status={"allocatable": {"cpu": "2"}}),
     )
+
+
+def test_reserved_words_are_field_names_but_not_identifiers() -> None:
+    raw = cluster(labels={"if": "yes", "package": "core"})
+    assert matches('managedCluster.metadata.labels.if == "yes"', raw)
+    assert matches("{'while': 1}.while == 1 && has(managedCluster.metadata.labels.package)", raw)
+    with pytest.raises(CelCompileError, match="reserved identifier: if"):
+        compile_cel("if == 1")
+    with pytest.raises(CelCompileError, match="undeclared reference to 'while'"):
+        compile_cel('"a".while()')
