@@ -1,5 +1,6 @@
-"""The Kubernetes CEL libraries OCM enables (spec §4.1.3): Lists, Regex, Quantity, Semver (base
-only), URLs and IP/CIDR. Names follow ``k8s.io/apiserver/pkg/cel/library``."""
+"""The Kubernetes CEL libraries OCM enables: Lists, Regex, Quantity, Semver (base only), URLs and
+IP/CIDR, declared as ``k8s.io/apiserver/pkg/cel/library`` of the Kubernetes version OCM vendors
+(1.34) declares them: the same names, the same receiver or global style, the same overloads."""
 
 from __future__ import annotations
 

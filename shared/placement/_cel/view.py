@@ -1,6 +1,6 @@
 """The ``managedCluster`` CEL variable: a raw ManagedCluster passed through the typed v1 API.
 
-OCM decodes the object into its Go type and converts that back to a generic map (spec §4.1.3),
+OCM decodes the object into its Go type and converts that back to a generic map,
 so what an expression sees is the *typed* object: unknown fields are gone, ``omitempty`` fields
 are absent when empty, a few keys are always present (``metadata.creationTimestamp``,
 ``spec.hubAcceptsClient``, ``status.conditions``, ``status.version``, a taint's ``timeAdded``),
