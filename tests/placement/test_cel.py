@@ -736,12 +736,28 @@ def test_compiled_expression_is_reusable_and_hashable_by_identity() -> None:
         ('quantity("1").mul(2)', "1:18: undeclared reference to 'mul' (in container '')"),
         ('quantity("4").div(2)', "1:18: undeclared reference to 'div' (in container '')"),
         ('"a".startsWith(1)', "1:15: found no matching overload for 'startsWith' applied to 'string.(int)'"),
+        # the Lists library is declared per element type
+        ('["a"].sum() == "a"', "1:10: found no matching overload for 'sum' applied to 'list(string).()'"),
+        ("[[1]].min() == [1]", "1:10: found no matching overload for 'min' applied to 'list(list(int)).()'"),
+        (
+            '[1, 2].indexOf("a") == -1',
+            "1:15: found no matching overload for 'indexOf' applied to 'list(int).(string)'",
+        ),
+        ("[1].max() + 1.0 > 0.0", "1:11: found no matching overload for '_+_' applied to '(int, double)'"),
     ],
 )
 def test_forms_the_declarations_reject_are_compile_errors(expr: str, message: str) -> None:
     with pytest.raises(CelCompileError) as excinfo:
         compile_cel(expr)
     assert str(excinfo.value).splitlines()[0] == f"compilation failed: ERROR: <input>:{message}"
+
+
+def test_list_functions_accept_dyn_elements_and_type_their_results() -> None:
+    raw = cluster(labels={"zone": "b", "region": "a"})
+    labels = "managedCluster.metadata.labels"
+    assert matches(f"![{labels}.zone, {labels}.region].isSorted() && [{labels}.region].min() == 'a'", raw)
+    assert matches('[1, "a"].indexOf("a") == 1 && [1.5, 2.5].max() + 1.0 == 3.5')
+    assert matches('[duration("1s"), duration("2s")].sum() == duration("3s")')
 
 
 def test_quantity_sign_is_a_global_function() -> None:

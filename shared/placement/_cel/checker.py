@@ -375,6 +375,15 @@ class Checker:
         }
         if not results:
             raise _no_overload(node.function, types, node.pos, member)
+        if member and kind(types[0]) == "list":
+            element = _element(types[0])
+            allowed = _LIST_ELEMENT_KINDS.get(node.function)
+            if allowed is not None and element != DYN:
+                if kind(element) not in allowed:
+                    raise _no_overload(node.function, types, node.pos, member)
+                return element if node.function != "isSorted" else "bool"
+            if node.function in ("indexOf", "lastIndexOf") and not compatible(types[1], element):
+                raise _no_overload(node.function, types, node.pos, member)
         result = results.pop() if len(results) == 1 else DYN
         return _refine(node.function, types, result)
 
@@ -425,6 +434,16 @@ def optional_of(t: Type) -> Type:
 def _optional_inner(t: Type) -> Type:
     return t[1] if isinstance(t, tuple) and t[0] == "optional" else DYN
 
+
+# Kubernetes' Lists library declares these for lists of the listed element types only
+# (``["a"].sum()`` does not compile); a list of ``dyn`` elements is accepted and checked at run time.
+_COMPARABLE: Final = ("int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes")
+_LIST_ELEMENT_KINDS: Final[dict[str, tuple[str, ...]]] = {
+    "isSorted": _COMPARABLE,
+    "min": _COMPARABLE,
+    "max": _COMPARABLE,
+    "sum": ("int", "uint", "double", "duration"),
+}
 
 _RESULT_TYPES: Final[dict[str, Type]] = {
     "split": ("list", "string"),
