@@ -179,14 +179,6 @@ def greater_equal(a: Any, b: Any) -> bool:
     return compare("_>=_", a, b) in (0, 1)
 
 
-def equals(a: Any, b: Any) -> bool:
-    return cel_equals(a, b)
-
-
-def not_equals(a: Any, b: Any) -> bool:
-    return not cel_equals(a, b)
-
-
 def contains_element(elem: Any, container: Any) -> bool:
     """``elem in container``: list membership by CEL equality, map membership by key."""
     tc = type(container)

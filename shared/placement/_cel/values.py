@@ -76,9 +76,6 @@ class CelOptional:
         return f"optional.of({self.value!r})" if self.has_value else "optional.none()"
 
 
-NONE: Final = CelOptional(False)
-
-
 class Timestamp:
     """A point in time, nanoseconds since the Unix epoch (UTC), years 0001–9999."""
 
