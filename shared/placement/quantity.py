@@ -67,7 +67,6 @@ class _Parts(NamedTuple):
     fmt: str
 
 
-@lru_cache(maxsize=65536)
 def _split(text: str) -> _Parts:
     """The syntax of a quantity; raises :class:`InvalidQuantity`."""
     m = _SYNTAX.fullmatch(text)
