@@ -1,4 +1,4 @@
-"""The CEL part of the Predicate filter (spec §4.1.3): compile once, evaluate per cluster.
+"""The CEL part of the Predicate filter: compile once, evaluate per cluster.
 
 Usage::
 
@@ -6,30 +6,21 @@ Usage::
     view = cluster_cel_view(raw_cluster)                             # cache per cluster version
     matched = evaluate_predicate_cel(compiled, view, name, scores)   # never raises
 
-Why a CEL engine of our own (``fleetplace.shared.placement._cel``) rather than a library. We measured the two
-Python CEL packages against what OCM's environment needs:
-
-* ``cel-python`` (``celpy``, pure Python): no optional syntax (``a.?b``, ``m[?k]``), no
-  compile-time declaration check, ``1 == 1.0`` raises instead of being true, no cost limit, and
-  about 140 µs per evaluation of a one-label comparison.
-* ``common-expression-language`` (``cel``, Rust): fast (about 18 µs), but no optional syntax,
-  unknown identifiers only fail at run time, no strings extension beyond a partial add-on, and
-  evaluation runs in native code that cannot be metered or interrupted — a nested comprehension
-  over a large parsed annotation would hang the worker instead of hitting the 1,000,000 cost
-  limit (§1.7).
-
-Neither can enforce the cost budget, and both would need the Kubernetes libraries (quantity,
-semver, lists, regex, URL, IP) and OCM's ``scores``/``parseJSON`` written as callbacks anyway.
-(Google's ``cel-expr-python``, the C++ runtime, has cel-go's checker and optionals but likewise
-no cost limit in its Python API; it served as a differential oracle for the checker instead.)
-CEL's grammar is small, so owning the parser, a declaration/overload checker and a
-closure-compiling interpreter gives cel-go's compile-time errors, optional types, exact error
-semantics and real cost metering, at about 2 µs per label comparison. The cost model is a sound
+Why a CEL engine of our own (``fleetplace.shared.placement._cel``) rather than a library: OCM's
+environment needs cel-go's compile-time declaration check (an unknown function or a call no
+overload accepts makes the placement Misconfigured), optional syntax (``a.?b``, ``m[?k]``),
+heterogeneous numeric equality, the Kubernetes libraries and OCM's own functions, and a cost
+limit that stops a runaway expression. The Python CEL packages lack some of these, and none can
+meter or interrupt an evaluation, so a nested comprehension over a large annotation would hang
+the worker instead of hitting its limit. CEL's grammar is small, so we own the parser, a
+declaration/overload checker and a closure-compiling interpreter. The cost model is a sound
 approximation of Kubernetes' (1 unit per operation and per comprehension step, 0.1 per string
-byte or list element traversed, charged *before* building large results); exact cost numbers are
-not specified (§14), only the limits.
+byte or list element traversed, charged *before* building large results); only the limits are
+observable, not exact cost numbers. cel-spec's public conformance cases run against it
+(``tests/placement/test_cel_spec_conformance.py``).
 
-What expressions can use (spec §4.1.3):
+What expressions can use — the environment OCM builds (cel-go's standard library plus the
+options and libraries below, at the versions OCM vendors):
 
 * standard CEL: operators with int64/uint64 overflow errors and heterogeneous equality, macros
   (``has``, ``all``, ``exists``, ``exists_one``, ``map`` with 2 or 3 arguments, ``filter``),
@@ -37,7 +28,8 @@ What expressions can use (spec §4.1.3):
 * optional types: ``a.?b``, ``m[?k]``, ``[?x]``, ``{?k: v}``, ``optional.of/none/ofNonZeroValue``,
   ``hasValue``, ``value``, ``or``, ``orValue``, ``optMap``, ``optFlatMap``;
 * the strings extension (``charAt`` … ``format``, ``strings.quote``);
-* Kubernetes Lists, Regex, Quantity, Semver (strict, base version only), URLs, IP/CIDR, Format;
+* Kubernetes Lists, Regex, Quantity (``sign`` is a global function: ``sign(quantity(x))``),
+  Semver (strict, base version only), URLs, IP/CIDR, Format;
 * OCM's ``<cluster>.scores(name)`` and ``<string>.parseJSON()``.
 
 Not available (as in OCM's environment, or not needed by it): protobuf message types and
@@ -71,7 +63,8 @@ __all__ = [
     "evaluate_predicate_cel",
 ]
 
-# spec §1.7
+# each expression may spend 1,000,000 cost units; all expressions of one predicate share
+# 10,000,000 per cluster
 EXPRESSION_COST_LIMIT: Final = 1_000_000
 PREDICATE_COST_BUDGET: Final = 10_000_000
 
@@ -81,7 +74,7 @@ pairs in stored order, or ``None`` when that object does not exist."""
 
 
 class CelCompileError(Exception):
-    """The expression does not compile; ``str(e)`` is the Misconfigured message (§4.1)."""
+    """The expression does not compile; ``str(e)`` is the placement's Misconfigured message."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,7 +120,7 @@ def compile_cel(expression: str) -> CompiledCel:
 
 
 class _UnconvertibleCluster(dict[str, Any]):
-    """The view of a cluster OCM could not convert: it matches no CEL expression (§4.1.3)."""
+    """The view of a cluster OCM could not convert: it matches no CEL expression."""
 
     def __init__(self, reason: str) -> None:
         super().__init__()
@@ -152,7 +145,7 @@ def evaluate_predicate_cel(
     cluster_name: str,
     scores: ScoresLookup,
 ) -> bool:
-    """True iff every expression yields boolean ``true`` for this cluster (§4.1.3).
+    """True iff every expression yields boolean ``true`` for this cluster.
 
     Expressions run in order and stop at the first that does not. Runtime errors, non-boolean
     results and cost overruns (1,000,000 per expression, 10,000,000 for the predicate) count as
@@ -176,7 +169,7 @@ def evaluate_predicate_cel(
             return False
         except Exception:
             # A fault inside a function implementation is still an evaluation error for this
-            # one expression; the contract is that a cluster simply does not match (§4.1.3).
+            # one expression; the contract is that a cluster simply does not match.
             return False
         if result is not True:
             return False

@@ -1,4 +1,5 @@
-"""CEL selector of the Predicate filter (spec §4.1.3, limits §1.7)."""
+"""CEL selector of the Predicate filter: OCM's environment, the cluster view and the cost limits
+(1,000,000 per expression, 10,000,000 per predicate and cluster)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def matches(
     return evaluate_predicate_cel(compiled, cluster_cel_view(raw), name, lookup(scores))
 
 
-# -- the examples of spec §4.1.3 and §12 (E15) ------------------------------------------------------
+# -- OCM's examples, from its tests and documentation --------------------------------------------
 
 
 def test_label_expression_selects_by_region() -> None:
@@ -350,6 +351,15 @@ def test_heterogeneous_numeric_equality_and_ordering() -> None:
     assert matches('dyn(1) != "1"')
 
 
+def test_an_integer_meets_a_double_as_a_double_as_in_cel_go() -> None:
+    # int64's maximum is not a double: it meets 2**63 as 2**63 (equal, not less)
+    assert matches("dyn(9223372036854775807) == 9223372036854775808.0")
+    assert not matches("dyn(9223372036854775807) < 9223372036854775808.0")
+    # a double beyond the integer's range is simply greater or smaller
+    assert matches("dyn(18446744073709551615u) < 18446744073709590000.0 && dyn(1u) > -1.0")
+    assert not matches("dyn(1) == 0.0/0.0") and matches("dyn(1) != 0.0/0.0")
+
+
 def test_macros() -> None:
     assert matches("[1, 2, 3].exists_one(x, x == 2)")
     assert not matches("[2, 2].exists_one(x, x == 2)")
@@ -421,9 +431,9 @@ def test_quantity_library() -> None:
         'quantity(managedCluster.status.allocatable.memory).isGreaterThan(quantity("1000Mi"))', raw
     )
     assert matches('quantity(managedCluster.status.allocatable.cpu).compareTo(quantity("2")) == 0', raw)
-    assert matches('quantity("1").isLessThan(quantity("1001m")) && quantity("-1").sign() == -1')
+    assert matches('quantity("1").isLessThan(quantity("1001m")) && sign(quantity("-1")) == -1')
     assert matches(
-        'quantity("1Ki").add(quantity("1Ki")).asInteger() == 2048 && quantity("1").sub(1).sign() == 0'
+        'quantity("1Ki").add(quantity("1Ki")).asInteger() == 2048 && sign(quantity("1").sub(1)) == 0'
     )
     assert matches('quantity("1500m").asApproximateFloat() == 1.5 && !quantity("1500m").isInteger()')
     assert matches('isQuantity("10Gi") && !isQuantity("10 Gi") && !isQuantity("1K")')
@@ -485,7 +495,7 @@ def test_standard_conversions_and_timestamps() -> None:
     assert matches('type(managedCluster) == map && type("") == string && type(null) == null_type')
 
 
-# -- cost limits (§1.7) ------------------------------------------------------------------------
+# -- cost limits -------------------------------------------------------------------------------
 
 
 def _big_list_cluster(n: int) -> dict[str, Any]:
@@ -696,3 +706,73 @@ def test_compiled_expression_is_reusable_and_hashable_by_identity() -> None:
     assert evaluate_predicate_cel([a], east, "cluster1", lookup())
     assert not evaluate_predicate_cel([a], west, "cluster1", lookup())
     assert evaluate_predicate_cel([a], east, "cluster1", lookup())
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        # Kubernetes declares sign as a global function only
+        (
+            'quantity("1").sign() == 1',
+            "1:19: found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'",
+        ),
+        ('"1".quantity()', "1:13: found no matching overload for 'quantity' applied to 'string.()'"),
+        ('"1.0.0".semver()', "1:15: found no matching overload for 'semver' applied to 'string.()'"),
+        # the comparisons are receiver-style only
+        (
+            'isGreaterThan(quantity("1"), quantity("2"))',
+            "1:14: found no matching overload for 'isGreaterThan' applied to"
+            " '(kubernetes.Quantity, kubernetes.Quantity)'",
+        ),
+        (
+            'quantity("1").isGreaterThan(1)',
+            "1:28: found no matching overload for 'isGreaterThan' applied to 'kubernetes.Quantity.(int)'",
+        ),
+        (
+            'quantity("1").add(1.5)',
+            "1:18: found no matching overload for 'add' applied to 'kubernetes.Quantity.(double)'",
+        ),
+        # mul and div came after the Kubernetes version OCM vendors
+        ('quantity("1").mul(2)', "1:18: undeclared reference to 'mul' (in container '')"),
+        ('quantity("4").div(2)', "1:18: undeclared reference to 'div' (in container '')"),
+        ('"a".startsWith(1)', "1:15: found no matching overload for 'startsWith' applied to 'string.(int)'"),
+        # the Lists library is declared per element type
+        ('["a"].sum() == "a"', "1:10: found no matching overload for 'sum' applied to 'list(string).()'"),
+        ("[[1]].min() == [1]", "1:10: found no matching overload for 'min' applied to 'list(list(int)).()'"),
+        (
+            '[1, 2].indexOf("a") == -1',
+            "1:15: found no matching overload for 'indexOf' applied to 'list(int).(string)'",
+        ),
+        ("[1].max() + 1.0 > 0.0", "1:11: found no matching overload for '_+_' applied to '(int, double)'"),
+    ],
+)
+def test_forms_the_declarations_reject_are_compile_errors(expr: str, message: str) -> None:
+    with pytest.raises(CelCompileError) as excinfo:
+        compile_cel(expr)
+    assert str(excinfo.value).splitlines()[0] == f"compilation failed: ERROR: <input>:{message}"
+
+
+def test_list_functions_accept_dyn_elements_and_type_their_results() -> None:
+    raw = cluster(labels={"zone": "b", "region": "a"})
+    labels = "managedCluster.metadata.labels"
+    assert matches(f"![{labels}.zone, {labels}.region].isSorted() && [{labels}.region].min() == 'a'", raw)
+    assert matches('[1, "a"].indexOf("a") == 1 && [1.5, 2.5].max() + 1.0 == 3.5')
+    assert matches('[duration("1s"), duration("2s")].sum() == duration("3s")')
+
+
+def test_quantity_sign_is_a_global_function() -> None:
+    assert matches('sign(quantity("1500m")) == 1 && sign(quantity("0")) == 0')
+    assert matches(
+        "sign(quantity(managedCluster.status.allocatable.cpu)) == 1",
+        cluster(status={"allocatable": {"cpu": "2"}}),
+    )
+
+
+def test_reserved_words_are_field_names_but_not_identifiers() -> None:
+    raw = cluster(labels={"if": "yes", "package": "core"})
+    assert matches('managedCluster.metadata.labels.if == "yes"', raw)
+    assert matches("{'while': 1}.while == 1 && has(managedCluster.metadata.labels.package)", raw)
+    with pytest.raises(CelCompileError, match="reserved identifier: if"):
+        compile_cel("if == 1")
+    with pytest.raises(CelCompileError, match="undeclared reference to 'while'"):
+        compile_cel('"a".while()')

@@ -1,4 +1,4 @@
-"""The Predicate filter (spec §4.1): OR across predicates, AND inside one, and its short-circuits."""
+"""The Predicate filter: OR across predicates, AND inside one, and its short-circuits."""
 
 from __future__ import annotations
 
@@ -167,3 +167,20 @@ def test_placements_with_the_same_predicates_share_one_survivor_array_while_the_
     after = survivors("a")
     assert after is not first
     assert sorted(fleet.name_of(s) for s in after.tolist()) == ["c1", "c3", "c4"]  # type: ignore[attr-defined]
+
+
+def test_cel_calling_sign_as_a_method_is_misconfigured() -> None:
+    # Kubernetes' quantity library declares sign(quantity) only; the method form does not compile
+    spec = {
+        "predicates": [
+            {"requiredClusterSelector": {"celSelector": {"celExpressions": ['quantity("1").sign() == 1']}}}
+        ]
+    }
+    result = schedule_spec(spec, *bound_set(cluster("c1")))
+    status, reason, message = misconfigured(result)
+    assert (status, reason) == ("True", "Misconfigured")
+    assert message.startswith(
+        "Predicate:compilation failed: ERROR: <input>:1:19: "
+        "found no matching overload for 'sign' applied to 'kubernetes.Quantity.()'"
+    )
+    assert result.decisions == ()

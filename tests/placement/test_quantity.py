@@ -1,9 +1,9 @@
-"""Kubernetes quantities as approximate doubles (spec §5.4).
+"""Kubernetes quantities: the one parser, its approximate doubles and canonical text.
 
-Every expected value is worked from the spec's rules: the fast path is `double(int(digits)) ×
-10^scale` (no multiplication when scale is 0), binary suffixes without a fraction are the exact
-integer, and everything else is the exact value rounded up to nano units, then
-`double(nanos) × 10⁻⁹`.
+The resource prioritizers compare approximate doubles. Every expected value is worked from the
+rules: the fast path is `double(int(digits)) × 10^scale` (no multiplication when scale is 0),
+binary suffixes without a fraction are the exact integer, and everything else is the exact value
+rounded up to nano units, then `double(nanos) × 10⁻⁹`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fleetplace.shared.api.objects import ObjectError, parse_object
 from fleetplace.shared.api.ocm import ManagedCluster
-from fleetplace.shared.placement.quantity import InvalidQuantity, approximate_float
+from fleetplace.shared.placement.quantity import InvalidQuantity, approximate_float, canonical, parse_quantity
 
 from .builders import bound_set, builtin, memory_cluster, policy, prioritizer_scores, schedule_spec
 
@@ -135,10 +137,41 @@ def test_nineteen_digits_and_eighteen_digits_take_different_paths() -> None:
     assert approximate_float("1234567890123456789") == float(1234567890123456789 * 10**9) * 1e-9
 
 
-@pytest.mark.parametrize("text", ["", "abc", "1Qi", "1.2.3", "1e", "--1", "1 Gi"])
+@pytest.mark.parametrize("text", ["", "abc", "1Qi", "1.2.3", "1e", "--1", "1 Gi", "1eX", "1e+", "1E-"])
 def test_text_that_is_not_a_quantity_is_rejected(text: str) -> None:
     with pytest.raises(InvalidQuantity):
         approximate_float(text)
+    with pytest.raises(InvalidQuantity):
+        parse_quantity(text)
+
+
+_SUFFIXES = st.sampled_from(
+    ["", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "e3", "E-2"]
+)
+_QUANTITY_TEXT = st.builds(
+    lambda sign, whole, frac, suffix: f"{sign}{whole}{frac}{suffix}",
+    st.sampled_from(["", "+", "-"]),
+    st.integers(0, 10**20).map(str),
+    st.one_of(st.just(""), st.integers(0, 10**6).map(lambda n: f".{n}")),
+    _SUFFIXES,
+)
+
+
+@given(_QUANTITY_TEXT)
+def test_the_canonical_text_reads_back_as_the_same_quantity(text: str) -> None:
+    quantity = parse_quantity(text)
+    again = parse_quantity(canonical(quantity))
+    assert again == quantity
+    assert canonical(again) == canonical(quantity)
+
+
+@given(_QUANTITY_TEXT)
+def test_the_approximate_double_is_within_a_nano_unit_of_the_exact_value(text: str) -> None:
+    # both readings come from the one parser: they may differ by rounding only
+    exact = parse_quantity(text).value
+    approx = approximate_float(text)
+    assert math.isclose(approx, float(exact), rel_tol=1e-12, abs_tol=1e-9)
+    assert parse_quantity(text).approximate_float() == approx
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ become global calls, and type names (``int``, ``string``, ...) become type liter
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final, TypeAlias, Union
 
@@ -159,9 +160,12 @@ def _accepts(param: str, arg: Type) -> bool:
     return param == DYN or arg == DYN or param == kind(arg) or (arg == NULL and param in _NULLABLE)
 
 
-def _no_overload(name: str, types: list[Type], pos: int) -> CheckError:
-    shown = ", ".join(format_type(t) for t in types)
-    return CheckError(f"found no matching overload for '{name}' applied to '({shown})'", pos)
+def _no_overload(name: str, types: list[Type], pos: int, member: bool = False) -> CheckError:
+    """cel-go's message; a receiver-style call shows its receiver's type before the arguments,
+    as in ``'string.(int)'``."""
+    receiver = f"{format_type(types[0])}." if member else ""
+    shown = ", ".join(format_type(t) for t in types[1 if member else 0 :])
+    return CheckError(f"found no matching overload for '{name}' applied to '{receiver}({shown})'", pos)
 
 
 def _element(t: Type) -> Type:
@@ -183,7 +187,8 @@ def _qualified_name(node: ast.Node) -> str | None:
 
 
 class Checker:
-    def __init__(self) -> None:
+    def __init__(self, variables: Mapping[str, Type]) -> None:
+        self.variables = variables
         self.scopes: list[tuple[str, Type]] = []
         self.errors: list[CheckError] = []
 
@@ -194,7 +199,7 @@ class Checker:
         return None
 
     def declared(self, name: str) -> bool:
-        return self.scoped(name) is not None or name in VARIABLES
+        return self.scoped(name) is not None or name in self.variables
 
     def check(self, node: ast.Node) -> tuple[ast.Node, Type]:
         """Check one node; a problem is recorded and the node typed ``dyn`` so that checking
@@ -259,8 +264,8 @@ class Checker:
         scoped = self.scoped(node.name)
         if scoped is not None:
             return node, scoped
-        if node.name in VARIABLES:
-            return node, VARIABLES[node.name]
+        if node.name in self.variables:
+            return node, self.variables[node.name]
         if node.name in TYPE_NAMES:
             return ast.Literal(node.pos, CelType(TYPE_NAMES[node.name])), "type"
         raise CheckError(f"undeclared reference to '{node.name}' (in container '')", node.pos)
@@ -361,7 +366,7 @@ class Checker:
         fn = lookup(node.function, member, arity)
         if fn is None:
             if node.function in GLOBAL_NAMES or node.function in MEMBER_NAMES:
-                raise _no_overload(node.function, types, node.pos)
+                raise _no_overload(node.function, types, node.pos, member)
             raise CheckError(f"undeclared reference to '{node.function}' (in container '')", node.pos)
         results: set[Type] = {
             sig.result
@@ -369,7 +374,16 @@ class Checker:
             if all(_accepts(p, a) for p, a in zip(sig.params, types, strict=True))
         }
         if not results:
-            raise _no_overload(node.function, types, node.pos)
+            raise _no_overload(node.function, types, node.pos, member)
+        if member and kind(types[0]) == "list":
+            element = _element(types[0])
+            allowed = _LIST_ELEMENT_KINDS.get(node.function)
+            if allowed is not None and element != DYN:
+                if kind(element) not in allowed:
+                    raise _no_overload(node.function, types, node.pos, member)
+                return element if node.function != "isSorted" else "bool"
+            if node.function in ("indexOf", "lastIndexOf") and not compatible(types[1], element):
+                raise _no_overload(node.function, types, node.pos, member)
         result = results.pop() if len(results) == 1 else DYN
         return _refine(node.function, types, result)
 
@@ -421,6 +435,16 @@ def _optional_inner(t: Type) -> Type:
     return t[1] if isinstance(t, tuple) and t[0] == "optional" else DYN
 
 
+# Kubernetes' Lists library declares these for lists of the listed element types only
+# (``["a"].sum()`` does not compile); a list of ``dyn`` elements is accepted and checked at run time.
+_COMPARABLE: Final = ("int", "uint", "double", "bool", "duration", "timestamp", "string", "bytes")
+_LIST_ELEMENT_KINDS: Final[dict[str, tuple[str, ...]]] = {
+    "isSorted": _COMPARABLE,
+    "min": _COMPARABLE,
+    "max": _COMPARABLE,
+    "sum": ("int", "uint", "double", "duration"),
+}
+
 _RESULT_TYPES: Final[dict[str, Type]] = {
     "split": ("list", "string"),
     "findAll": ("list", "string"),
@@ -454,9 +478,10 @@ def _refine(function: str, types: list[Type], result: Type) -> Type:
     return result
 
 
-def check(node: ast.Node) -> tuple[ast.Node, Type]:
-    """Check and resolve ``node``; raises :class:`CheckErrors`."""
-    checker = Checker()
+def check(node: ast.Node, variables: Mapping[str, Type] = VARIABLES) -> tuple[ast.Node, Type]:
+    """Check and resolve ``node`` against the declared ``variables`` (OCM's: ``managedCluster``);
+    raises :class:`CheckErrors`."""
+    checker = Checker(variables)
     checked = checker.check(node)
     if checker.errors:
         raise CheckErrors(checker.errors)

@@ -1,5 +1,6 @@
-"""The Kubernetes CEL libraries OCM enables (spec §4.1.3): Lists, Regex, Quantity, Semver (base
-only), URLs and IP/CIDR. Names follow ``k8s.io/apiserver/pkg/cel/library``."""
+"""The Kubernetes CEL libraries OCM enables: Lists, Regex, Quantity, Semver (base only), URLs and
+IP/CIDR, declared as ``k8s.io/apiserver/pkg/cel/library`` of the Kubernetes version OCM vendors
+(1.34) declares them: the same names, the same receiver or global style, the same overloads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from urllib.parse import parse_qsl, urlsplit
 from fleetplace.shared.placement._cel import ext_strings
 from fleetplace.shared.placement._cel.library import Frame, function, size_cost
 from fleetplace.shared.placement._cel.operators import add, check_int, compare, no_overload
-from fleetplace.shared.placement._cel.quantity import Quantity, QuantityError, parse_quantity
 from fleetplace.shared.placement._cel.semver import Semver, SemverError, parse_semver
 from fleetplace.shared.placement._cel.stdlib import compile_regex
 from fleetplace.shared.placement._cel.values import (
@@ -23,6 +23,7 @@ from fleetplace.shared.placement._cel.values import (
     Uint,
     cel_equals,
 )
+from fleetplace.shared.placement.quantity import InvalidQuantity, Quantity, parse_quantity
 
 # -- Lists ----------------------------------------------------------------------------------------
 
@@ -144,7 +145,7 @@ def quantity(frame: Frame, s: Any) -> Quantity:
         no_overload("quantity", s)
     try:
         return parse_quantity(s)
-    except QuantityError as e:
+    except InvalidQuantity as e:
         raise CelEvalError(f"quantities must match the regular expression: {e}") from None
 
 
@@ -154,7 +155,7 @@ def is_quantity(frame: Frame, s: Any) -> bool:
         no_overload("isQuantity", s)
     try:
         parse_quantity(s)
-    except QuantityError:
+    except InvalidQuantity:
         return False
     return True
 
@@ -165,7 +166,9 @@ def _quantity(name: str, *values: Any) -> None:
             no_overload(name, *values)
 
 
-@function("sign", "(kubernetes.Quantity) -> int", member=True)
+# Kubernetes declares ``sign`` as a global function only: ``sign(quantity("1"))`` compiles,
+# ``quantity("1").sign()`` does not (although the library's own documentation shows the latter).
+@function("sign", "(kubernetes.Quantity) -> int")
 def quantity_sign(frame: Frame, q: Any) -> int:
     _quantity("sign", q)
     return (q.value > 0) - (q.value < 0)  # type: ignore[no-any-return]
@@ -265,7 +268,8 @@ def quantity_as_integer(frame: Frame, q: Any) -> int:
 @function("asApproximateFloat", "(kubernetes.Quantity) -> double", member=True)
 def quantity_as_float(frame: Frame, q: Any) -> float:
     _quantity("asApproximateFloat", q)
-    return float(q.value)
+    receiver: Quantity = q
+    return receiver.approximate_float()
 
 
 # -- Semver (base version only: no normalize overloads) ---------------------------------------------

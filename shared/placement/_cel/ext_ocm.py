@@ -15,7 +15,7 @@ from fleetplace.shared.placement._cel.values import CelEvalError
 @function("scores", "(dyn, string) -> list", member=True)
 def scores(frame: Frame, cluster: Any, resource: Any) -> list[dict[str, Any]]:
     """The AddOnPlacementScore ``resource`` in the namespace named by the receiver's
-    ``metadata.name``; ``validUntil`` is ignored and a missing object is an error (§4.1.3)."""
+    ``metadata.name``; ``validUntil`` is ignored and a missing object is an error."""
     if type(resource) is not str:
         no_overload("scores", cluster, resource)
     if not isinstance(cluster, Mapping):

@@ -4,7 +4,7 @@ Compiling once to closures (instead of walking the AST per evaluation) is what m
 comparison cost a few microseconds. Every closure that does work charges the frame before or as
 it does it; work proportional to a size (string concatenation, list traversal, regex) is charged
 at 0.1 unit per element, as in the Kubernetes cost model, so that a pathological expression
-runs out of budget instead of running for minutes (spec §1.7: 1,000,000 per expression).
+runs out of budget (1,000,000 units per expression) instead of running for minutes.
 
 Errors follow CEL: they are exceptions (:class:`CelEvalError`) that the logical operators and
 the ``all``/``exists`` macros absorb when the other side decides the result.

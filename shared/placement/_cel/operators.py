@@ -19,6 +19,7 @@ from fleetplace.shared.placement._cel.values import (
     Uint,
     cel_equals,
     map_lookup,
+    numeric_compare,
     type_name,
 )
 
@@ -154,13 +155,9 @@ def compare(name: str, a: Any, b: Any) -> int:
     """-1, 0 or 1; numbers compare across int/uint/double (NaN compares as unordered)."""
     ta, tb = type(a), type(b)
     if ta in _NUMBERS and tb in _NUMBERS:
-        if a < b:
-            return -1
-        if a > b:
-            return 1
-        if a == b:
-            return 0
-        return 2  # NaN: every ordering comparison is false
+        if ta is tb and ta is not float:
+            return int(a > b) - int(a < b)
+        return numeric_compare(a, b)  # 2 for NaN: every ordering comparison is false
     if ta is tb and ta in _ORDERED_SAME:
         return -1 if a < b else (0 if a == b else 1)
     no_overload(name, a, b)
@@ -180,14 +177,6 @@ def greater(a: Any, b: Any) -> bool:
 
 def greater_equal(a: Any, b: Any) -> bool:
     return compare("_>=_", a, b) in (0, 1)
-
-
-def equals(a: Any, b: Any) -> bool:
-    return cel_equals(a, b)
-
-
-def not_equals(a: Any, b: Any) -> bool:
-    return not cel_equals(a, b)
 
 
 def contains_element(elem: Any, container: Any) -> bool:

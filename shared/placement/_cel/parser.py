@@ -338,7 +338,8 @@ class Parser:
                         f"Syntax error: mismatched input '{name_tok.text}' expecting IDENTIFIER",
                         name_tok.pos,
                     )
-                self._check_reserved(name_tok)
+                # reserved words are rejected only where an identifier starts an expression:
+                # they are fine as field names (``m.if``) and receiver-call names (``x.while()``)
                 if not optional and self.at_op("("):
                     open_paren = self.next()
                     args = self.expr_list(")")

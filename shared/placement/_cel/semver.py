@@ -1,6 +1,6 @@
 """Strict semantic versions (semver.org 2.0.0), as Kubernetes' CEL ``semver()`` parses them.
 
-Only the base library is enabled in OCM (spec §4.1.3): there is no "normalize" overload, so
+OCM enables only the base library: there is no "normalize" overload, so
 ``"1.28"`` and ``"v1.28.0"`` are rejected rather than repaired.
 """
 

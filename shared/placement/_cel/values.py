@@ -76,9 +76,6 @@ class CelOptional:
         return f"optional.of({self.value!r})" if self.has_value else "optional.none()"
 
 
-NONE: Final = CelOptional(False)
-
-
 class Timestamp:
     """A point in time, nanoseconds since the Unix epoch (UTC), years 0001–9999."""
 
@@ -164,6 +161,42 @@ def type_name(value: Any) -> str:
     return name if isinstance(name, str) else t.__name__
 
 
+_TWO_63: Final = 9223372036854775808.0  # int64's bounds as doubles: -2**63 and 2**63
+_TWO_64: Final = 18446744073709551616.0  # uint64's upper bound as a double
+
+
+def _double_against_integer(d: float, i: int) -> int:
+    if d != d:
+        return 2  # NaN: unordered
+    if type(i) is Uint:
+        if d < 0.0:
+            return -1
+        if d > _TWO_64:
+            return 1
+    else:
+        if d < -_TWO_63:
+            return -1
+        if d > _TWO_63:
+            return 1
+    f = float(i)
+    return (d > f) - (d < f)
+
+
+def numeric_compare(a: Any, b: Any) -> int:
+    """-1, 0 or 1 for two numbers of any of int, uint and double, as cel-go orders them; 2 when
+    either is NaN. Integers compare exactly with each other; an integer meets a double as a
+    double (so ``9223372036854775807`` equals ``9223372036854775808.0``), except that a double
+    beyond the integer type's range is simply greater or smaller."""
+    if type(a) is float:
+        if type(b) is float:
+            return (a > b) - (a < b) if a == a and b == b else 2
+        return _double_against_integer(a, b)
+    if type(b) is float:
+        r = _double_against_integer(b, a)
+        return r if r == 2 else -r
+    return int(a > b) - int(a < b)
+
+
 def cel_equals(a: Any, b: Any) -> bool:
     """CEL heterogeneous equality: numbers compare by value across int/uint/double, values of
     different kinds are simply unequal (never an error), lists and maps compare deeply."""
@@ -171,7 +204,7 @@ def cel_equals(a: Any, b: Any) -> bool:
     if ta is tb and ta in _SCALAR_SAME:
         return bool(a == b)
     if ta in _NUMERIC and tb in _NUMERIC:
-        return bool(a == b)
+        return numeric_compare(a, b) == 0
     if (ta is list or ta is tuple) and (tb is list or tb is tuple):
         return len(a) == len(b) and all(cel_equals(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, Mapping) and isinstance(b, Mapping):

@@ -1,6 +1,6 @@
 """The ``managedCluster`` CEL variable: a raw ManagedCluster passed through the typed v1 API.
 
-OCM decodes the object into its Go type and converts that back to a generic map (spec §4.1.3),
+OCM decodes the object into its Go type and converts that back to a generic map,
 so what an expression sees is the *typed* object: unknown fields are gone, ``omitempty`` fields
 are absent when empty, a few keys are always present (``metadata.creationTimestamp``,
 ``spec.hubAcceptsClient``, ``status.conditions``, ``status.version``, a taint's ``timeAdded``),
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from fleetplace.shared.placement._cel.quantity import QuantityError, canonicalize
+from fleetplace.shared.placement.quantity import InvalidQuantity, canonicalize
 
 _INT32: Final = (-(2**31), 2**31 - 1)
 _INT64: Final = (-(2**63), 2**63 - 1)
@@ -111,7 +111,7 @@ def _time(v: Any, path: str) -> str | None:
 def _quantity(v: Any, path: str) -> str:
     try:
         return canonicalize(v)
-    except QuantityError as e:
+    except InvalidQuantity as e:
         raise ViewError(f"{path}: {e}") from e
 
 
