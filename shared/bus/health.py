@@ -122,7 +122,7 @@ class BrokerWatch:
         try:
             await asyncio.wait_for(self._client.fetch_all_metadata(), self.timeout_s)
         except Exception as exc:  # a timeout, a refused connection, a Kafka error: no answer
-            self._last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            self._last_error = str(exc) or type(exc).__name__
             return False
         return True
 
@@ -150,6 +150,7 @@ class BrokerWatch:
                 log.error(
                     "broker unreachable; not ready until it answers again",
                     bootstrap=self.bootstrap,
+                    attempt=self.attempts,
                     error=self._last_error,
                     retry_in_s=pause,
                 )
