@@ -69,10 +69,10 @@ def by_variable(exc: ValidationError, env_prefix: str) -> ValidationError:
         field = str(path[0]) if path else ""
         # a rule across fields names its variables in its own message: no location of its own
         name = f"{prefix}{field}".upper() if field else ""
-        problem = _problem(error, field).replace("{", "{{").replace("}", "}}")
+        problem = _problem(error, field)
         details.append(
             {
-                "type": PydanticCustomError(_ERROR_TYPE, problem),
+                "type": PydanticCustomError(_ERROR_TYPE, "{problem}", {"problem": problem}),
                 "loc": (name,) if name else (),
                 "input": "**********" if field in SECRET_FIELDS else error["input"],
             }

@@ -13,7 +13,9 @@ import pytest
 from fleetplace.shared.bus.topics import Topics
 
 
-def _worker(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _worker(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("FLEETPLACE_", "KAFKA_"))}
     return subprocess.run(
         [sys.executable, "-m", "fleetplace.services.cli", "worker", *args],
@@ -51,7 +53,12 @@ def test_a_taken_port_from_the_environment_is_reported_the_same_way(
     broker: str, topics: Topics, taken_port: int
 ) -> None:
     done = _worker(
-        "scheduler", "--bootstrap", broker, "--prefix", topics.prefix, env={"FLEETPLACE_HTTP_PORT": str(taken_port)}
+        "scheduler",
+        "--bootstrap",
+        broker,
+        "--prefix",
+        topics.prefix,
+        env={"FLEETPLACE_HTTP_PORT": str(taken_port)},
     )
     assert done.returncode == 2
     assert f"HTTP port {taken_port}" in done.stderr and "Traceback" not in done.stderr
