@@ -9,6 +9,7 @@ token they are served only on a loopback address, since they show the fleet.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,6 +23,24 @@ from pydantic import SecretStr
 from fleetplace.shared.settings import Settings
 
 ReadyCheck = Callable[[], bool]
+
+
+class HttpPortInUseError(OSError):
+    """The HTTP port is taken. The message names the setting that moves it."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+        super().__init__(
+            errno.EADDRINUSE,
+            f"HTTP port {port} on {host} is already in use (another worker?); choose another with "
+            f"--http-port or FLEETPLACE_HTTP_PORT (0 picks a free one)",
+        )
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -157,11 +176,17 @@ class HttpServer:
         return f"http://{host}:{self.port}"
 
     async def start(self) -> None:
+        """Bind and serve; `HttpPortInUseError` when the port is taken (another worker, say)."""
         runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await runner.setup()
         try:
             site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
             await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            if exc.errno == errno.EADDRINUSE:
+                raise HttpPortInUseError(self.host, self._requested_port) from None
+            raise
         except BaseException:
             await runner.cleanup()
             raise

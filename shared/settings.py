@@ -3,13 +3,19 @@
 Two groups: the standard `KAFKA_*` variables every Kafka tool understands, and
 fleetplace's own `FLEETPLACE_*` variables. Secrets are `SecretStr`, so they never
 show up in `repr()`, in `model_dump()` output or in log lines.
+
+An invalid value is reported by the environment variable that holds it, as an operator wrote
+it (`FLEETPLACE_HTTP_PORT: not a valid integer: 'abc'`), never by the Python field; the value
+itself is shown except for secrets (docs/operations.md, Settings).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
@@ -17,6 +23,68 @@ SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 ClockSource = Literal["wall", "topic"]
 LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+
+SECRET_FIELDS = frozenset({"sasl_password", "debug_token"})
+# pydantic's error types, said in an operator's words; the rest keep pydantic's own sentence
+_PHRASES: Mapping[str, str] = {
+    "int_parsing": "not a valid integer",
+    "int_from_float": "not a whole number",
+    "float_parsing": "not a valid number",
+    "bool_parsing": "not a valid boolean (true or false)",
+}
+_ERROR_TYPE = "invalid_setting"
+
+
+def _problem(error: Mapping[str, Any], field: str) -> str:
+    phrase = _PHRASES.get(str(error["type"]))
+    if phrase is None:
+        message = str(error["msg"])
+        for lead in ("Value error, ", "Input should be "):
+            if message.startswith(lead):
+                message = ("must be " if lead.startswith("Input") else "") + message[len(lead) :]
+        phrase = message
+    given = error.get("input")
+    if isinstance(given, str | int | float) and field not in SECRET_FIELDS:
+        return f"{phrase}: {given!r}"
+    return phrase
+
+
+def by_variable(exc: ValidationError, env_prefix: str) -> ValidationError:
+    """The same errors, each located at the environment variable that holds the value."""
+    details: list[InitErrorDetails] = []
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        if error["type"] == _ERROR_TYPE:  # already said by variable (a nested settings group)
+            details.append(
+                {
+                    "type": PydanticCustomError(_ERROR_TYPE, str(error["msg"])),
+                    "loc": loc,
+                    "input": error["input"],
+                }
+            )
+            continue
+        prefix, path = env_prefix, loc
+        if path and path[0] == "kafka":
+            prefix, path = KafkaSettings.model_config.get("env_prefix", ""), path[1:]
+        field = str(path[0]) if path else ""
+        # a rule across fields names its variables in its own message: no location of its own
+        name = f"{prefix}{field}".upper() if field else ""
+        problem = _problem(error, field)
+        details.append(
+            {
+                "type": PydanticCustomError(_ERROR_TYPE, "{problem}", {"problem": problem}),
+                "loc": (name,) if name else (),
+                "input": "**********" if field in SECRET_FIELDS else error["input"],
+            }
+        )
+    return ValidationError.from_exception_data(exc.title, details)
+
+
+def describe(exc: ValidationError) -> str:
+    """One line for an operator: `FLEETPLACE_HTTP_PORT: not a valid integer: 'abc'; ...`."""
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc']))}: {e['msg']}" if e["loc"] else str(e["msg"]) for e in exc.errors()
+    )
 
 
 class KafkaSettings(BaseSettings):
@@ -38,6 +106,12 @@ class KafkaSettings(BaseSettings):
     # record twice. Apache Kafka supports it: turn it on there. Off by default because the embedded
     # broker does not (its producer start fails).
     enable_idempotence: bool = False
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise by_variable(exc, "KAFKA_") from None
 
     @model_validator(mode="after")
     def _sasl_needs_credentials(self) -> KafkaSettings:
@@ -62,6 +136,12 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FLEETPLACE_", extra="ignore", frozen=True)
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise by_variable(exc, "FLEETPLACE_") from None
 
     topic_prefix: str = "fleetplace."
     topic_replication_factor: int = Field(default=1, ge=1)

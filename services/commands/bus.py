@@ -29,7 +29,7 @@ from fleetplace.shared.bus.topics import (
     describe_catalogue,
     ensure_topics,
 )
-from fleetplace.shared.settings import KafkaSettings, Settings
+from fleetplace.shared.settings import KafkaSettings, Settings, describe
 
 BootstrapOption = Annotated[
     str | None,
@@ -50,8 +50,7 @@ def _settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise _fail(f"invalid settings in the environment: {problems}", 2) from None
+        raise _fail(f"invalid settings in the environment: {describe(exc)}", 2) from None
 
 
 def _connection(bootstrap: str | None, prefix: str | None) -> tuple[Settings, KafkaSettings, Topics]:

@@ -42,7 +42,7 @@ from fleetplace.shared.bus.publish import (
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.bus.topics import PLACEMENTS, TAINTS, Topics, ensure_topics
 from fleetplace.shared.logging import configure_logging
-from fleetplace.shared.settings import KafkaSettings, Settings
+from fleetplace.shared.settings import KafkaSettings, Settings, describe
 
 FLEET_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "fleet.yaml"
 UNREACHABLE = "cluster.open-cluster-management.io/unreachable"
@@ -534,8 +534,7 @@ def register(app: typer.Typer) -> None:
         try:
             base = Settings()
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            typer.echo(f"error: invalid settings in the environment: {problems}", err=True)
+            typer.echo(f"error: invalid settings in the environment: {describe(exc)}", err=True)
             raise typer.Exit(2) from None
         # The worker runs in this process: keep its log lines for warnings, on stderr.
         configure_logging("warning", "console")

@@ -10,12 +10,15 @@ import orjson
 import typer
 from pydantic import ValidationError
 
+from fleetplace.services.http import HttpPortInUseError
 from fleetplace.shared.bus.codec import decode_object
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.kafka import BroadcastReader
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.logging import configure_from_settings
-from fleetplace.shared.settings import Settings
+from fleetplace.shared.settings import Settings, describe
+
+DEFAULTS = {name: info.default for name, info in Settings.model_fields.items()}
 
 worker_app = typer.Typer(
     help="Run a worker in the foreground (stops cleanly on SIGTERM/SIGINT).", no_args_is_help=True
@@ -26,8 +29,7 @@ def _settings(bootstrap: str | None, prefix: str | None, **updates: Any) -> Sett
     try:
         settings = Settings()
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        typer.echo(f"error: invalid settings in the environment: {problems}", err=True)
+        typer.echo(f"error: invalid settings in the environment: {describe(exc)}", err=True)
         raise typer.Exit(2) from None
     kafka = settings.kafka
     if bootstrap:
@@ -45,65 +47,105 @@ def _settings(bootstrap: str | None, prefix: str | None, **updates: Any) -> Sett
 
 
 Bootstrap = Annotated[
-    str | None, typer.Option("--bootstrap", help="Kafka bootstrap servers (else $KAFKA_BOOTSTRAP_SERVERS).")
+    str | None,
+    typer.Option(
+        "--bootstrap",
+        metavar="HOST:PORT[,...]",
+        help="Kafka bootstrap servers (else $KAFKA_BOOTSTRAP_SERVERS).",
+    ),
 ]
-Prefix = Annotated[str | None, typer.Option("--prefix", help="Topic prefix (else $FLEETPLACE_TOPIC_PREFIX).")]
+Prefix = Annotated[
+    str | None,
+    typer.Option(
+        "--prefix",
+        metavar="PREFIX",
+        help=f"Topic prefix (else $FLEETPLACE_TOPIC_PREFIX, else {DEFAULTS['topic_prefix']!r}).",
+    ),
+]
+HttpPort = Annotated[
+    int,
+    typer.Option(
+        "--http-port",
+        envvar="FLEETPLACE_HTTP_PORT",
+        metavar="PORT",
+        help="Port of /healthz, /readyz, /metrics; 0 picks a free one.",
+    ),
+]
+Instance = Annotated[
+    str, typer.Option("--instance", metavar="NAME", help="Name of this instance (CloudEvents source).")
+]
+
+
+def _run(main: Any) -> None:
+    """Run a worker; exit 2 for a setting to change (a taken port), 1 when the bus fails it."""
+    try:
+        asyncio.run(main)
+    except HttpPortInUseError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    except BusError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
 
 
 @worker_app.command("scheduler")
 def worker_scheduler(
     bootstrap: Bootstrap = None,
     prefix: Prefix = None,
-    clock: Annotated[str | None, typer.Option("--clock", help="wall (default) or topic.")] = None,
-    http_port: Annotated[
-        int | None, typer.Option("--http-port", help="Port of /healthz, /readyz, /metrics (0: any).")
-    ] = None,
+    clock: Annotated[
+        str,
+        typer.Option(
+            "--clock",
+            envvar="FLEETPLACE_CLOCK",
+            metavar="wall|topic",
+            help="Where time comes from: the wall clock, or the clock topic (replays, tests).",
+        ),
+    ] = DEFAULTS["clock"],
+    http_port: HttpPort = DEFAULTS["http_port"],
     group: Annotated[
-        str | None, typer.Option("--group", help="Consumer group of the scheduler instances.")
-    ] = None,
-    instance: Annotated[
-        str, typer.Option("--instance", help="Name of this instance (CloudEvents source).")
-    ] = "scheduler",
+        str,
+        typer.Option(
+            "--group",
+            envvar="FLEETPLACE_SCHEDULER_GROUP_ID",
+            metavar="GROUP",
+            help="Consumer group of the scheduler instances.",
+        ),
+    ] = DEFAULTS["scheduler_group_id"],
+    instance: Instance = "scheduler",
 ) -> None:
     """Consume the fleet and placement topics; publish decision diffs."""
     from fleetplace.services.scheduler.worker import run_worker
 
-    if clock not in (None, "wall", "topic"):
+    if clock not in ("wall", "topic"):
         typer.echo(f"error: --clock: expected wall or topic, got {clock!r}", err=True)
         raise typer.Exit(2)
     settings = _settings(bootstrap, prefix, clock=clock, http_port=http_port, scheduler_group_id=group)
     configure_from_settings(settings)
-    try:
-        asyncio.run(run_worker(settings, instance))
-    except BusError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+    _run(run_worker(settings, instance))
 
 
 @worker_app.command("queues")
 def worker_queues(
     bootstrap: Bootstrap = None,
     prefix: Prefix = None,
-    http_port: Annotated[
-        int | None, typer.Option("--http-port", help="Port of /healthz, /readyz, /metrics (0: any).")
-    ] = None,
+    http_port: HttpPort = DEFAULTS["http_port"],
     group: Annotated[
-        str | None, typer.Option("--group", help="Consumer group of the queue-placer instances.")
-    ] = None,
-    instance: Annotated[
-        str, typer.Option("--instance", help="Name of this instance (CloudEvents source).")
-    ] = "queues",
+        str,
+        typer.Option(
+            "--group",
+            envvar="FLEETPLACE_QUEUE_PLACER_GROUP_ID",
+            metavar="GROUP",
+            help="Consumer group of the queue-placer instances.",
+        ),
+    ] = DEFAULTS["queue_placer_group_id"],
+    instance: Instance = "queues",
 ) -> None:
     """Consume queue configs and application submissions; publish queue placements."""
     from fleetplace.services.queue_placer.worker import run_queue_worker
 
     settings = _settings(bootstrap, prefix, http_port=http_port, queue_placer_group_id=group)
     configure_from_settings(settings)
-    try:
-        asyncio.run(run_queue_worker(settings, instance))
-    except BusError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+    _run(run_queue_worker(settings, instance))
 
 
 @worker_app.command("rollout")

@@ -14,10 +14,8 @@ log line say why.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
-import signal
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -25,27 +23,18 @@ from typing import Any
 import orjson
 from aiohttp import web
 from aiokafka import TopicPartition
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter
 from pydantic import ValidationError
 
 from fleetplace.services.http import HttpServer
+from fleetplace.services.lifecycle import Topology, Turn, WorkerRuntime, run_until_signalled
 from fleetplace.shared.api.queues import ApplicationSubmission
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.envelope import dead_letter, format_time, new_envelope
 from fleetplace.shared.bus.errors import DecodeError
-from fleetplace.shared.bus.kafka import (
-    BroadcastReader,
-    make_consumer,
-    make_producer,
-    partitions_of,
-    poll,
-    send_all,
-    start_client,
-    stop_with_leave,
-)
+from fleetplace.shared.bus.kafka import Batch
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics
-from fleetplace.shared.failpoints import Failpoint
 from fleetplace.shared.logging import get_logger
 from fleetplace.shared.queueing import ConfigError, QueuePlacer, parse_config
 from fleetplace.shared.settings import Settings
@@ -110,6 +99,8 @@ class QueueProcessor:
 
 
 class QueueWorker:
+    """One queue-placer instance, run by `WorkerRuntime`: `await worker.run()` until `worker.stop()`."""
+
     def __init__(self, settings: Settings, *, instance: str = "queues") -> None:
         self.settings = settings
         self.topics = Topics(settings.topic_prefix)
@@ -129,66 +120,56 @@ class QueueWorker:
         self.config_rejections = Counter(
             "fleetplace_config_rejections_total", "Queue config updates rejected", registry=self.registry
         )
-        self.lag = Gauge(
-            "fleetplace_broadcast_lag_records", "Broadcast records behind", registry=self.registry
-        )
-        self._stop = asyncio.Event()
         self._ready = False
         self._reader_stuck = False
-        self.http: HttpServer | None = None
-        self._failpoint = Failpoint.from_env()
+        # the rule set and the placements so far are read before the first application is taken
+        self.runtime = WorkerRuntime(
+            settings,
+            self,
+            Topology(
+                broadcast=[self.topics.queue_configs, self.topics.app_placements],
+                group=[self.topics.applications],
+                group_id=settings.queue_placer_group_id,
+                subscribe_when_ready=True,
+            ),
+            name="queue placer",
+            instance=instance,
+            registry=self.registry,
+            debug_routes=[web.get("/debug/queues/{partition}", self._debug_queues)],
+            failpoints="queues",
+        )
+
+    @property
+    def http(self) -> HttpServer | None:
+        return self.runtime.http
 
     def stop(self) -> None:
-        self._stop.set()
+        self.runtime.stop()
+
+    async def run(self) -> None:
+        await self.runtime.run()
 
     @property
     def ready(self) -> bool:
         return self._ready and not self._reader_stuck
 
-    async def run(self) -> None:
-        kafka = self.settings.kafka
-        producer = make_producer(kafka)
-        await start_client(producer)
-        reader = BroadcastReader(
-            kafka, [self.topics.queue_configs, self.topics.app_placements], prefix=self.settings.topic_prefix
-        )
-        group: Any = None
-        try:
-            await reader.start()
-            group = make_consumer(
-                kafka,
-                group_id=self.settings.queue_placer_group_id,
-                session_timeout_ms=6000,
-                max_poll_records=5000,
-            )
-            await start_client(group)
-            await partitions_of(group, [self.topics.applications])
-            self.http = HttpServer.from_settings(
-                self.settings,
-                ready=lambda: self.ready,
-                registry=self.registry,
-                debug_routes=[web.get("/debug/queues/{partition}", self._debug_queues)],
-            )
-            await self.http.start()
-            # the rule set and the placements so far, before the first application
-            while not reader.caught_up:
-                for record in (await reader.poll()).records:
-                    await self._broadcast(record, producer)
-            self._ready = True
-            group.subscribe([self.topics.applications])
-            log.info("queue placer started", http=self.http.url, instance=self.instance)
-            await self._loop(reader, group, producer)
-        finally:
-            if self.http is not None:
-                await self.http.stop()
-            if group is not None:
-                with contextlib.suppress(Exception):
-                    await stop_with_leave(group, self.settings.queue_placer_group_id, kafka)
-            await reader.stop()
-            await producer.stop()
-            log.info("queue placer stopped", instance=self.instance)
+    @property
+    def accepting(self) -> bool:
+        # fail safe, as in the scheduler: while a queue-configs or app-placements partition
+        # cannot be read to its end, placing could use an old rule set or place an app twice
+        return self._ready and not self._reader_stuck
 
-    async def _broadcast(self, record: Record, producer: Any) -> None:
+    def summary(self) -> Mapping[str, Any]:
+        return {}
+
+    async def on_broadcast(self, batch: Batch, turn: Turn) -> None:
+        for record in batch.records:
+            turn.outgoing.extend(self._broadcast(record))
+        if batch.caught_up:
+            self._ready = True
+        self._reader_stuck = self.runtime.reader.held_up
+
+    def _broadcast(self, record: Record) -> list[OutgoingRecord]:
         topic = self.topics.unprefixed(record.topic)
         try:
             decoded = decode_record(record, self.limits)
@@ -206,37 +187,24 @@ class QueueWorker:
                     error=str(e),
                 )
             self.deadletters.labels(topic).inc()
-            await send_all(
-                producer, [dead_letter(record, str(e), topic=self.topics.deadletter, source=self.source)]
+            return [dead_letter(record, str(e), topic=self.topics.deadletter, source=self.source)]
+        return []
+
+    async def on_records(self, records: list[Record], turn: Turn) -> None:
+        """Place a batch of applications; their offsets are committed once the placements are
+        acknowledged (the runtime publishes, then commits)."""
+        if not records:
+            return
+        now = datetime.now(UTC)
+        inputs = self.runtime.reader.watermark.inputs([self.topics.queue_configs, self.topics.app_placements])
+        for record in records:
+            turn.commits[TopicPartition(record.topic, record.partition)] = record.offset + 1
+            turn.outgoing.extend(
+                self._place(record, now, {**inputs, f"applications/{record.partition}": record.offset + 1})
             )
 
-    async def _loop(self, reader: BroadcastReader, group: Any, producer: Any) -> None:
-        while not self._stop.is_set():
-            batch = await reader.poll()
-            for record in batch.records:
-                await self._broadcast(record, producer)
-            # fail safe, as in the scheduler: while a queue-configs or app-placements partition
-            # cannot be read to its end, placing could use an old rule set or place an app twice
-            self._reader_stuck = reader.held_up
-            if self._reader_stuck:
-                continue
-            records = await poll(group, timeout_ms=100, max_records=5000)
-            if not records:
-                continue
-            now = datetime.now(UTC)
-            inputs = reader.watermark.inputs([self.topics.queue_configs, self.topics.app_placements])
-            outgoing: list[OutgoingRecord] = []
-            offsets: dict[TopicPartition, int] = {}
-            for record in records:
-                offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
-                outgoing.extend(
-                    self._place(
-                        record, now, {**inputs, f"applications/{record.partition}": record.offset + 1}
-                    )
-                )
-            await send_all(producer, outgoing)  # acknowledged before the offsets are committed
-            self._failpoint.reach("queues.before-commit")
-            await group.commit(offsets)
+    async def on_turn(self, turn: Turn) -> None:
+        return None  # no timers: an application is placed when it arrives
 
     def _place(self, record: Record, now: datetime, inputs: Mapping[str, int]) -> list[OutgoingRecord]:
         try:
@@ -276,12 +244,8 @@ class QueueWorker:
 
 
 async def run_queue_worker(settings: Settings, instance: str = "queues") -> None:
-    worker = QueueWorker(settings, instance=instance)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, worker.stop)
-    await worker.run()
+    """One queue placer until SIGTERM or SIGINT."""
+    await run_until_signalled(QueueWorker(settings, instance=instance).runtime)
 
 
 __all__ = ["QueueProcessor", "QueueWorker", "run_queue_worker"]

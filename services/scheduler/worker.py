@@ -1,4 +1,4 @@
-"""The scheduler worker: the Kafka shell around `SchedulerProcessor`.
+"""The scheduler worker: the Kafka shell around `SchedulerProcessor`, run by `WorkerRuntime`.
 
 Sources: a global-table reader over clusters, taints, scores, clustersets, clustersetbindings and
 decisions (every instance reads all of it), plus `placements` through a consumer group (an
@@ -11,10 +11,8 @@ published decision is published.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import gc
-import signal
 import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -25,22 +23,12 @@ from aiokafka import ConsumerRebalanceListener, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from fleetplace.services.http import HttpServer
+from fleetplace.services.lifecycle import Clock, Topology, Turn, WorkerRuntime, run_until_signalled
 from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
-from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter, parse_time
+from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
 from fleetplace.shared.bus.errors import DecodeError
-from fleetplace.shared.bus.kafka import (
-    Batch,
-    BroadcastReader,
-    caught_up,
-    make_consumer,
-    make_producer,
-    partitions_of,
-    poll,
-    send_all,
-    start_client,
-    stop_with_leave,
-)
+from fleetplace.shared.bus.kafka import Batch, BroadcastReader, caught_up, send_all
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.logging import get_logger
@@ -87,11 +75,6 @@ class _Metrics:
             "fleetplace_evaluation_seconds", "Time to evaluate one placement", registry=registry
         )
         self.timers = Gauge("fleetplace_timers_pending", "Requeue timers pending", registry=registry)
-        self.lag = Gauge(
-            "fleetplace_broadcast_lag_records",
-            "Broadcast records behind the high watermark",
-            registry=registry,
-        )
         self.owned = Gauge(
             "fleetplace_placements_owned", "Placements owned by this instance", registry=registry
         )
@@ -106,24 +89,6 @@ class _Metrics:
             "(evaluation pauses while any is)",
             registry=registry,
         )
-
-
-class Clock:
-    """Wall clock, or the `clock` topic (tests, replays, what-if runs)."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self._topic_now: datetime | None = None
-
-    def observe(self, value: Mapping[str, Any]) -> None:
-        t = parse_time(str(value["now"]))
-        if self._topic_now is None or t > self._topic_now:
-            self._topic_now = t
-
-    def now(self) -> datetime | None:
-        if self.source == "topic":
-            return self._topic_now
-        return datetime.now(UTC)
 
 
 class _Ownership(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -165,7 +130,6 @@ class SchedulerWorker:
             ),
             owns=self._owns,
         )
-        self._stop = asyncio.Event()
         self._need_catchup = True
         self._placements_caught_up = False
         self._owned_stale = True
@@ -174,8 +138,42 @@ class SchedulerWorker:
         self._inflight: list[asyncio.Task[Any]] = []
         self._alive_at = time.monotonic()
         self._stalled = False
-        self.http: HttpServer | None = None
         self.published = 0
+        broadcast = [self.topics.name(t) for t in BROADCAST]
+        if settings.clock == "topic":
+            broadcast.append(self.topics.clock)
+        self.runtime = WorkerRuntime(
+            settings,
+            self,
+            Topology(
+                broadcast=broadcast,
+                group=[self.topics.placements],
+                group_id=settings.scheduler_group_id,
+                broadcast_max_records=20_000,
+                group_max_records=20_000,
+                session_timeout_ms=SESSION_TIMEOUT_MS,
+                heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+                producer_options={"linger_ms": 5, "max_batch_size": 262144},
+            ),
+            name="scheduler",
+            instance=instance,
+            registry=self.registry,
+            debug_routes=[web.get("/debug/placements/{namespace}/{name}", self._debug)],
+            rebalance_listener=_Ownership(self),
+            background=[self._watch_stalls],
+        )
+
+    @property
+    def producer(self) -> Any:
+        return self.runtime.producer
+
+    @property
+    def _group(self) -> Any:
+        return self.runtime.group
+
+    @property
+    def http(self) -> HttpServer | None:
+        return self.runtime.http
 
     # ---- ownership ------------------------------------------------------------------------
     def _owns(self, key: str) -> bool:
@@ -230,119 +228,65 @@ class SchedulerWorker:
                 coordinator.request_rejoin()
         return self._stalled
 
-    async def _watch_stalls(self, group: Any) -> None:
+    async def _watch_stalls(self) -> None:
         while True:
-            self._check_stall(group)
+            self._check_stall(self._group)
             await asyncio.sleep(0.25)
 
     # ---- lifecycle ------------------------------------------------------------------------
     def stop(self) -> None:
-        self._stop.set()
+        self.runtime.stop()
+
+    async def run(self) -> None:
+        await self.runtime.run()
 
     @property
     def ready(self) -> bool:
         """Caught up on the broadcast state, and not held up by a partition it cannot read."""
         return self._ready and not self._reader_stuck
 
-    async def run(self) -> None:
-        kafka = self.settings.kafka
-        broadcast = [self.topics.name(t) for t in BROADCAST]
-        if self.settings.clock == "topic":
-            broadcast.append(self.topics.clock)
-        self.producer = make_producer(kafka, linger_ms=5, max_batch_size=262144)
-        await start_client(self.producer)
-        self._group: Any = None
-        reader = BroadcastReader(kafka, broadcast, prefix=self.settings.topic_prefix, max_records=20_000)
-        try:
-            await reader.start()
-            group = make_consumer(
-                kafka,
-                group_id=self.settings.scheduler_group_id,
-                session_timeout_ms=SESSION_TIMEOUT_MS,
-                heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-                max_poll_records=20_000,
-            )
-            await start_client(group)
-            self._group = group
-            await partitions_of(group, [self.topics.placements])
-            group.subscribe([self.topics.placements], listener=_Ownership(self))
-            self.http = HttpServer.from_settings(
-                self.settings,
-                ready=lambda: self.ready,
-                registry=self.registry,
-                debug_routes=[web.get("/debug/placements/{namespace}/{name}", self._debug)],
-            )
-            await self.http.start()
-            log.info("scheduler started", http=self.http.url, instance=self.instance)
-            try:
-                await self._loop(reader, group)
-            finally:
-                await self.http.stop()
-                with contextlib.suppress(Exception):
-                    await stop_with_leave(group, self.settings.scheduler_group_id, kafka)
-        finally:
-            await reader.stop()
-            await self.producer.stop()
-            log.info("scheduler stopped", instance=self.instance, published=self.published)
+    @property
+    def accepting(self) -> bool:
+        return True  # placement records are always applied; evaluation waits for the state instead
 
-    async def _loop(self, reader: BroadcastReader, group: Any) -> None:
-        # The two sources are polled concurrently and whichever answers first is handled at once:
-        # waiting for both would hold a cluster change until the placements poll times out.
-        reader_poll: asyncio.Task[Batch] | None = None
-        group_poll: asyncio.Task[list[Record]] | None = None
-        watchdog = asyncio.create_task(self._watch_stalls(group))
-        try:
-            while not self._stop.is_set():
-                if reader_poll is None:
-                    reader_poll = asyncio.create_task(reader.poll())
-                if group_poll is None:
-                    group_poll = asyncio.create_task(poll(group, timeout_ms=100, max_records=20_000))
-                done, _ = await asyncio.wait((reader_poll, group_poll), return_when=asyncio.FIRST_COMPLETED)
-                stalled = self._check_stall(group)
-                outgoing: list[OutgoingRecord] = []
-                if reader_poll in done:
-                    batch = reader_poll.result()
-                    reader_poll = None
-                    self.metrics.lag.set(reader.lag())
-                    await self._consume_all(batch.records, outgoing)
-                    if batch.caught_up:
-                        self._need_catchup = False
-                        if not self._ready:
-                            # the loaded fleet is long-lived: keep the cyclic GC from rescanning it
-                            # on every collection (GC pauses dominated evaluation profiles)
-                            gc.collect()
-                            gc.freeze()
-                            # a fan-out allocates millions of short-lived objects: young
-                            # collections every GC_THRESHOLD allocations, not every 700
-                            gc.set_threshold(*GC_THRESHOLD)
-                        self._ready = True
-                    self._check_stuck(reader)
-                placements_idle = False
-                if group_poll in done:
-                    records = group_poll.result()
-                    group_poll = None
-                    await self._consume_all(records, outgoing)
-                    placements_idle = not records
-                if placements_idle and not self._placements_caught_up and self._assigned:
-                    self._placements_caught_up = await caught_up(group, sorted(self._assigned))
-                    if self._placements_caught_up:
-                        self.processor.mark_all("startup")
-                now = self.clock.now()
-                if stalled or self._need_catchup or not self._placements_caught_up or now is None:
-                    if outgoing:
-                        await send_all(self.producer, outgoing)
-                    continue
-                await self._evaluate(now, reader, outgoing)  # finishes the round in hand before stopping
-                self.metrics.timers.set(len(self.processor._timer_due))
-                if self._owned_stale:  # counting walks every placement: only when it can have changed
-                    self._owned_stale = False
-                    self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
-        finally:
-            for task in (reader_poll, group_poll, watchdog):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+    def summary(self) -> Mapping[str, Any]:
+        return {"published": self.published}
+
+    # ---- the hooks the runtime calls, once per turn ----------------------------------------
+    async def on_broadcast(self, batch: Batch, turn: Turn) -> None:
+        reader = self.runtime.reader
+        await self._consume_all(batch.records, turn.outgoing)
+        if batch.caught_up:
+            self._need_catchup = False
+            if not self._ready:
+                # the loaded fleet is long-lived: keep the cyclic GC from rescanning it
+                # on every collection (GC pauses dominated evaluation profiles)
+                gc.collect()
+                gc.freeze()
+                # a fan-out allocates millions of short-lived objects: young
+                # collections every GC_THRESHOLD allocations, not every 700
+                gc.set_threshold(*GC_THRESHOLD)
+            self._ready = True
+        self._check_stuck(reader)
+
+    async def on_records(self, records: list[Record], turn: Turn) -> None:
+        await self._consume_all(records, turn.outgoing)
+        if not records and not self._placements_caught_up and self._assigned:
+            self._placements_caught_up = await caught_up(self._group, sorted(self._assigned))
+            if self._placements_caught_up:
+                self.processor.mark_all("startup")
+
+    async def on_turn(self, turn: Turn) -> None:
+        stalled = self._check_stall(self._group)
+        now = self.clock.now()
+        if stalled or self._need_catchup or not self._placements_caught_up or now is None:
+            return  # the runtime publishes the turn's dead letters
+        # finishes the round in hand before stopping
+        await self._evaluate(now, self.runtime.reader, turn.take())
+        self.metrics.timers.set(len(self.processor._timer_due))
+        if self._owned_stale:  # counting walks every placement: only when it can have changed
+            self._owned_stale = False
+            self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
 
     def _check_stuck(self, reader: BroadcastReader) -> None:
         """Fail safe: a broadcast partition the broker reports records for but does not hand out
@@ -520,9 +464,5 @@ class SchedulerWorker:
 
 
 async def run_worker(settings: Settings, instance: str = "scheduler") -> None:
-    worker = SchedulerWorker(settings, instance=instance)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, worker.stop)
-    await worker.run()
+    """One scheduler until SIGTERM or SIGINT."""
+    await run_until_signalled(SchedulerWorker(settings, instance=instance).runtime)

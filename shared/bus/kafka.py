@@ -293,6 +293,40 @@ async def caught_up(consumer: Any, tps: Iterable[TP]) -> bool:
     return True
 
 
+async def stop_client(client: Any, timeout_s: float = 10.0) -> None:
+    """Stop a producer, consumer or admin client, also when the brokers have gone.
+
+    When a fetch has failed, aiokafka's consumer `stop()` re-raises the cancellation of the
+    fetcher's own retry pause and leaves the connections open; the rest of the stop is done here.
+    A producer with records the brokers never acknowledged waits for them: after `timeout_s` it is
+    abandoned with a log line (the records were never acknowledged, so nothing depends on them).
+    """
+    stop = getattr(client, "stop", None) or client.close
+    try:
+        await asyncio.wait_for(_stop_quietly(client, stop), timeout_s)
+    except TimeoutError:
+        log.warning(
+            "gave up waiting for a Kafka client to close", client=type(client).__name__, seconds=timeout_s
+        )
+
+
+async def _stop_quietly(client: Any, stop: Any) -> None:
+    try:
+        await stop()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # our own stop was cancelled: not aiokafka's leftover
+        fetcher = getattr(client, "_fetcher", None)
+        pending = list(getattr(fetcher, "_pending_tasks", ()))
+        for leftover in pending:
+            leftover.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        inner = getattr(client, "_client", None)
+        if inner is not None:
+            await inner.close()
+
+
 async def stop_with_leave(consumer: Any, group_id: str, kafka: KafkaSettings | str) -> None:
     """Stop a group consumer and make sure the group hears it leave.
 
@@ -303,7 +337,7 @@ async def stop_with_leave(consumer: Any, group_id: str, kafka: KafkaSettings | s
     coordinator = getattr(consumer, "_coordinator", None)
     generation = getattr(coordinator, "generation", None)
     member_id = getattr(coordinator, "member_id", None)
-    await consumer.stop()
+    await stop_client(consumer)
     if generation == 0 and member_id:
         admin = make_admin(kafka)
         await start_client(admin)
@@ -451,7 +485,7 @@ class BroadcastReader:
     async def stop(self) -> None:
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None
-            await consumer.stop()
+            await stop_client(consumer)
 
     def pause(self, tps: Iterable[TP]) -> None:
         """Stop fetching these partitions (a reader that only wants a prefix of them)."""

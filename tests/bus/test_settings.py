@@ -160,3 +160,44 @@ async def test_idempotent_producers_follow_kafka_enable_idempotence(monkeypatch:
         assert producer._txn_manager is not None  # aiokafka keeps producer ids only when idempotent
     finally:
         await producer.stop()
+
+
+def test_an_invalid_value_is_reported_by_its_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fleetplace.shared.settings import describe
+
+    monkeypatch.setenv("FLEETPLACE_HTTP_PORT", "abc")
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL")
+    with pytest.raises(ValidationError) as raised:
+        Settings()
+    assert describe(raised.value) == (
+        "KAFKA_SECURITY_PROTOCOL: must be 'PLAINTEXT', 'SSL', 'SASL_PLAINTEXT' or 'SASL_SSL': 'SASL'"
+    )
+    monkeypatch.delenv("KAFKA_SECURITY_PROTOCOL")
+    with pytest.raises(ValidationError) as raised:
+        Settings()
+    assert describe(raised.value) == "FLEETPLACE_HTTP_PORT: not a valid integer: 'abc'"
+
+
+def test_a_rule_across_variables_is_reported_by_its_own_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fleetplace.shared.settings import describe
+
+    monkeypatch.setenv("KAFKA_SECURITY_PROTOCOL", "SASL_SSL")
+    with pytest.raises(ValidationError) as raised:
+        Settings()
+    assert describe(raised.value) == (
+        "KAFKA_SECURITY_PROTOCOL=SASL_SSL needs KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD"
+    )
+
+
+@pytest.mark.parametrize("port", ["-1", "65536", "8080.5", "eighty", "{}"])
+def test_every_bad_port_names_the_variable_and_never_the_field(
+    monkeypatch: pytest.MonkeyPatch, port: str
+) -> None:
+    from fleetplace.shared.settings import describe
+
+    monkeypatch.setenv("FLEETPLACE_HTTP_PORT", port)
+    with pytest.raises(ValidationError) as raised:
+        Settings()
+    message = describe(raised.value)
+    assert message.startswith("FLEETPLACE_HTTP_PORT: ") and repr(port) in message
+    assert "http_port" not in message

@@ -39,7 +39,7 @@ class _Group:
 
 async def test_broadcast_lag_gauge_reports_the_readers_backlog() -> None:
     worker = SchedulerWorker(Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), http_port=0))
-    await worker._loop(_Reader(worker), _Group())  # type: ignore[arg-type]
+    await worker.runtime.loop(_Reader(worker), _Group())
     assert worker.registry.get_sample_value("fleetplace_broadcast_lag_records") == 7
 
 
@@ -47,7 +47,7 @@ async def test_a_stuck_partition_pauses_evaluation_and_readiness() -> None:
     worker = SchedulerWorker(Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), http_port=0))
     worker._ready = True  # as after the initial load
     worker._need_catchup = False
-    await worker._loop(_Reader(worker, stuck=[("fleetplace.clusters", 3)]), _Group())  # type: ignore[arg-type]
+    await worker.runtime.loop(_Reader(worker, stuck=[("fleetplace.clusters", 3)]), _Group())
     assert worker.registry.get_sample_value("fleetplace_broadcast_stuck_partitions") == 1
     assert worker._need_catchup  # nothing is evaluated until the reader has caught up again
     assert not worker.ready

@@ -54,14 +54,17 @@ class _Group:
     async def getmany(self, **_options: Any) -> dict[Any, Any]:
         return {}
 
+    async def seek_to_beginning(self, *_partitions: Any) -> None:
+        return None
+
 
 def _worker_with_a_dirty_placement() -> SchedulerWorker:
     worker = SchedulerWorker(
         Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), topic_prefix=PREFIX)
     )
     worker._assigned = {(PREFIX + "placements", 0)}
-    worker.producer = None  # send_all is replaced below
-    worker._group = None
+    worker.runtime.producer = None  # send_all is replaced below
+    worker.runtime.group = None
     for offset, item in enumerate([*map(H.record, H.fleet()), H.record(H.good_placement(0))]):
         key = None if item.key is None else item.key.decode()
         assert worker._consume(Record(PREFIX + item.topic, 0, offset, key, item.value)) == []
@@ -86,7 +89,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 async def test_a_worker_that_kept_up_publishes(sent: list[Any]) -> None:
     worker = _worker_with_a_dirty_placement()
     group = _Group()
-    await worker._loop(_Reader(worker), group)  # type: ignore[arg-type]
+    await worker.runtime.loop(_Reader(worker), group)
     assert [r.key for r in sent if r.topic == PREFIX + "decisions"] == ["fuzz/good-000000"]
     assert group._coordinator.rejoins == 0
 
@@ -95,7 +98,7 @@ async def test_a_worker_that_stood_still_past_the_session_rejoins_before_publish
     worker = _worker_with_a_dirty_placement()
     worker._alive_at = time.monotonic() - 10  # the loop last turned 10 s ago: a SIGSTOP, say
     group = _Group()
-    await worker._loop(_Reader(worker), group)  # type: ignore[arg-type]
+    await worker.runtime.loop(_Reader(worker), group)
     assert [r for r in sent if r.topic == PREFIX + "decisions"] == []
     assert group._coordinator.rejoins == 1
     assert worker.registry.get_sample_value("fleetplace_stalls_total") == 1

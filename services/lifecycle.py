@@ -1,0 +1,331 @@
+"""The lifecycle every worker shares: bind, start, consume, publish, commit, serve health, stop.
+
+A worker is a Kafka Streams-style topology: *broadcast* sources (global tables: every partition
+read from the beginning by every instance), *group* sources (split across the instances of a
+consumer group), and sinks. `WorkerRuntime` runs one; the worker brings only its domain logic as
+the hooks of `WorkerLogic`:
+
+    outgoing ← on_broadcast(batch)      every batch of the broadcast reader
+    outgoing ← on_records(records)      every poll of the group consumer (also an empty one)
+    on_turn(turn)                       once per turn: timers, evaluation; may publish itself
+    publish turn.outgoing, then commit turn.commits (offsets only after the acknowledgement)
+
+A turn is one answer of either source: the two are polled concurrently and whichever answers
+first is handled at once (waiting for both would hold a fleet change until the group poll times
+out). Readiness (`/readyz`) is the worker's own rule *and* a broker that answers: a worker whose
+broker has gone is not ready, and says so in `fleetplace_broker_connected`. Order of start: the
+HTTP port is bound before any Kafka client starts, so a taken port stops the process with nothing
+to undo. Stop (SIGTERM/SIGINT or `stop()`): the turn in hand finishes, the group hears the
+instance leave, every client closes, also when the broker has gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from aiohttp import web
+from aiokafka import TopicPartition
+from prometheus_client import CollectorRegistry, Gauge
+
+from fleetplace.services.http import HttpServer
+from fleetplace.shared.bus.envelope import parse_time
+from fleetplace.shared.bus.health import BrokerWatch
+from fleetplace.shared.bus.kafka import (
+    Batch,
+    BroadcastReader,
+    make_consumer,
+    make_producer,
+    partitions_of,
+    poll,
+    send_all,
+    start_client,
+    stop_client,
+    stop_with_leave,
+)
+from fleetplace.shared.bus.records import OutgoingRecord, Record
+from fleetplace.shared.failpoints import Failpoint
+from fleetplace.shared.logging import get_logger
+from fleetplace.shared.settings import Settings
+
+log = get_logger("fleetplace.worker")
+
+
+class Clock:
+    """Wall clock, or the `clock` topic (tests, replays, what-if runs): `now()` is None until the
+    topic has said what time it is."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._topic_now: datetime | None = None
+
+    def observe(self, value: Mapping[str, Any]) -> None:
+        t = parse_time(str(value["now"]))
+        if self._topic_now is None or t > self._topic_now:
+            self._topic_now = t
+
+    def now(self) -> datetime | None:
+        if self.source == "topic":
+            return self._topic_now
+        return datetime.now(UTC)
+
+
+@dataclass
+class Turn:
+    """What one turn publishes: `outgoing` is sent at its end, then `commits` are committed."""
+
+    outgoing: list[OutgoingRecord] = field(default_factory=list)
+    commits: dict[TopicPartition, int] = field(default_factory=dict)
+
+    def take(self) -> list[OutgoingRecord]:
+        """The records so far, for a hook that sends them itself (alongside its own)."""
+        taken, self.outgoing = self.outgoing, []
+        return taken
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Where a worker reads. `group` topics are subscribed when the worker is first ready if
+    `subscribe_when_ready` (nothing is taken from the group before the state is loaded), else at
+    once (the group join then overlaps the initial load)."""
+
+    broadcast: Sequence[str]
+    group: Sequence[str]
+    group_id: str
+    broadcast_max_records: int = 10_000
+    group_max_records: int = 5_000
+    session_timeout_ms: int = 6000
+    heartbeat_interval_ms: int = 1000
+    subscribe_when_ready: bool = False
+    producer_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+class WorkerLogic(Protocol):
+    """A worker's domain side. Hooks run on the event loop; long work yields now and then."""
+
+    @property
+    def ready(self) -> bool:
+        """The worker's own readiness (e.g. caught up on its broadcast state)."""
+        ...
+
+    @property
+    def accepting(self) -> bool:
+        """False holds back group records (they are handed over once it is True again)."""
+        ...
+
+    async def on_broadcast(self, batch: Batch, turn: Turn) -> None: ...
+
+    async def on_records(self, records: list[Record], turn: Turn) -> None: ...
+
+    async def on_turn(self, turn: Turn) -> None: ...
+
+    def summary(self) -> Mapping[str, Any]:
+        """Figures for the worker's last log line."""
+        ...
+
+
+class WorkerRuntime:
+    """Runs a `WorkerLogic` on the bus. `await runtime.run()` until `runtime.stop()` or a signal."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        logic: WorkerLogic,
+        topology: Topology,
+        *,
+        name: str,
+        instance: str,
+        registry: CollectorRegistry,
+        debug_routes: Sequence[web.RouteDef] = (),
+        rebalance_listener: Any = None,
+        background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
+        failpoints: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.logic = logic
+        self.topology = topology
+        self.name = name
+        self.instance = instance
+        self.failpoints = failpoints or name
+        self.registry = registry
+        self.debug_routes = list(debug_routes)
+        self.rebalance_listener = rebalance_listener
+        self.background = list(background)
+        self.lag = Gauge(
+            "fleetplace_broadcast_lag_records",
+            "Broadcast records behind the high watermark",
+            registry=registry,
+        )
+        self.connected = Gauge(
+            "fleetplace_broker_connected",
+            "1 while the brokers answer, 0 from the first failed probe until they answer again",
+            registry=registry,
+        )
+        self.connected.set(1)
+        self.broker_connected = True
+        self.producer: Any = None
+        self.reader: Any = None
+        self.group: Any = None
+        self.http: HttpServer | None = None
+        self.subscribed = False
+        self._held: list[Record] = []
+        self._stop = asyncio.Event()
+        self._failpoint = Failpoint.from_env()
+
+    # ---- state ------------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """/readyz: the worker's rule, and a broker that answers."""
+        return self.broker_connected and self.logic.ready
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _on_broker(self, connected: bool) -> None:
+        self.broker_connected = connected
+        self.connected.set(1 if connected else 0)
+
+    # ---- start and stop ---------------------------------------------------------------------
+    async def run(self) -> None:
+        kafka = self.settings.kafka
+        top = self.topology
+        # The port first: if it is taken nothing else has started (HttpPortInUseError).
+        self.http = HttpServer.from_settings(
+            self.settings, ready=lambda: self.ready, registry=self.registry, debug_routes=self.debug_routes
+        )
+        await self.http.start()
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            self.producer = make_producer(kafka, **top.producer_options)
+            await start_client(self.producer)
+            self.reader = BroadcastReader(
+                kafka, top.broadcast, prefix=self.settings.topic_prefix, max_records=top.broadcast_max_records
+            )
+            await self.reader.start()
+            self.group = make_consumer(
+                kafka,
+                group_id=top.group_id,
+                session_timeout_ms=top.session_timeout_ms,
+                heartbeat_interval_ms=top.heartbeat_interval_ms,
+                max_poll_records=top.group_max_records,
+            )
+            await start_client(self.group)
+            await partitions_of(self.group, top.group)
+            if not top.subscribe_when_ready:
+                self._subscribe()
+            watch = BrokerWatch(
+                self.producer.client, bootstrap=str(kafka.bootstrap_servers), on_change=self._on_broker
+            )
+            tasks = [asyncio.create_task(watch.run())]
+            tasks += [asyncio.create_task(job()) for job in self.background]
+            log.info(f"{self.name} started", http=self.http.url, instance=self.instance)
+            await self.loop(self.reader, self.group)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._close()
+            log.info(f"{self.name} stopped", instance=self.instance, **self.logic.summary())
+
+    def _subscribe(self) -> None:
+        self.group.subscribe(list(self.topology.group), listener=self.rebalance_listener)
+        self.subscribed = True
+
+    async def _close(self) -> None:
+        """Every client closes, whatever state the broker is in; a failure to close is logged, not raised."""
+        steps: list[tuple[str, Callable[[], Awaitable[None]]]] = []
+        if self.http is not None:
+            steps.append(("http", self.http.stop))
+        group, reader, producer = self.group, self.reader, self.producer
+        if group is not None:
+            if self.broker_connected and self.subscribed:
+                steps.append(
+                    ("group", lambda: stop_with_leave(group, self.topology.group_id, self.settings.kafka))
+                )
+            else:  # no one to hear a LeaveGroup: the session times out instead
+                steps.append(("group", lambda: stop_client(group)))
+        if reader is not None:
+            steps.append(("reader", reader.stop))
+        if producer is not None:
+            steps.append(("producer", lambda: stop_client(producer)))
+        for what, step in steps:
+            try:
+                await step()
+            except Exception as exc:
+                log.warning("could not close cleanly", part=what, error=f"{type(exc).__name__}: {exc}")
+
+    # ---- the loop ---------------------------------------------------------------------------
+    async def loop(self, reader: Any, group: Any) -> None:
+        """Turns until stopped. `reader` is a BroadcastReader, `group` a started group consumer
+        (tests pass stand-ins)."""
+        self.reader, self.group = reader, group
+        logic = self.logic
+        top = self.topology
+        reader_poll: asyncio.Task[Batch] | None = None
+        group_poll: asyncio.Task[list[Record]] | None = None
+        try:
+            while not self._stop.is_set():
+                if top.subscribe_when_ready and not self.subscribed and logic.ready:
+                    self._subscribe()
+                if reader_poll is None:
+                    reader_poll = asyncio.create_task(reader.poll())
+                if (
+                    group_poll is None
+                    and logic.accepting
+                    and (self.subscribed or not top.subscribe_when_ready)
+                ):
+                    group_poll = asyncio.create_task(
+                        poll(group, timeout_ms=100, max_records=top.group_max_records)
+                    )
+                waiting = [t for t in (reader_poll, group_poll) if t is not None]
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                turn = Turn()
+                if reader_poll in done:
+                    batch = reader_poll.result()
+                    reader_poll = None
+                    self.lag.set(reader.lag())
+                    await logic.on_broadcast(batch, turn)
+                if group_poll is not None and group_poll in done:
+                    records = group_poll.result()
+                    group_poll = None
+                    if not logic.accepting:  # answered after the worker stopped accepting: kept for later
+                        self._held.extend(records)
+                        records = []
+                    elif self._held:
+                        records, self._held = self._held + records, []
+                    await logic.on_records(records, turn)
+                await logic.on_turn(turn)
+                await self.publish(turn)
+        finally:
+            for task in (reader_poll, group_poll):
+                if task is not None:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+
+    async def publish(self, turn: Turn) -> None:
+        """Send the turn's records and wait for the acknowledgements, then commit its offsets."""
+        if turn.outgoing:
+            await send_all(self.producer, turn.take())
+        if turn.commits:
+            self._failpoint.reach(f"{self.failpoints}.before-commit")
+            await self.group.commit(turn.commits)
+            turn.commits = {}
+
+
+async def run_until_signalled(runtime: WorkerRuntime) -> None:
+    """Run until SIGTERM or SIGINT, which stop the worker cleanly (exit status 0)."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, runtime.stop)
+    await runtime.run()
