@@ -23,8 +23,8 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
+from fleetplace.services.lifecycle import Clock
 from fleetplace.services.rollout.core import InvalidRecord, RolloutProcessor
-from fleetplace.services.scheduler.worker import Clock
 from fleetplace.shared.api.objects import ObjectError
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
