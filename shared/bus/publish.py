@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit, check_fields, read_object
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, load_yaml, object_ref, problems_of
-from fleetplace.shared.api.ocm import ClusterTaints
+from fleetplace.shared.api.ocm import ClusterTaints, Placement
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.envelope import new_envelope
 from fleetplace.shared.bus.errors import BusError
@@ -81,8 +81,28 @@ def _ocm_object(
     body: Mapping[str, Any], where: str, validation: Validation, warn: Warn | None
 ) -> Mapping[str, Any]:
     """An OCM object: checked as the scheduler worker admits it, sent as written."""
-    read_object(body, where, admission=True, validation=validation, warn=warn)
+    obj, _ = read_object(body, where, admission=True, validation=validation, warn=warn)
+    if isinstance(obj, Placement) and warn is not None:
+        _warn_cel(obj, where, warn)
     return body
+
+
+def _warn_cel(placement: Placement, where: str, warn: Warn) -> None:
+    """A CEL expression that does not compile is admitted (the API server does not compile it) and
+    makes the placement Misconfigured in the scheduler: worth a warning before sending."""
+    from fleetplace.shared.placement.cel import CelCompileError, compile_cel
+
+    for i, predicate in enumerate(placement.spec.predicates):
+        selector = predicate.required_cluster_selector.cel_selector
+        for j, expression in enumerate(selector.cel_expressions if selector else ()):
+            try:
+                compile_cel(expression)
+            except CelCompileError as exc:
+                path = f"spec.predicates[{i}].requiredClusterSelector.celSelector.celExpressions[{j}]"
+                warn(
+                    f"{where}: Placement {placement.key!r}: {path}: the scheduler will report the "
+                    f"placement Misconfigured: {exc}"
+                )
 
 
 def _cluster_taints(
