@@ -16,13 +16,15 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from fleetplace.shared.api.fields import API_VERSIONS, unknown_fields
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, object_ref, parse_object
 from fleetplace.shared.api.ocm import OcmObject
 
-__all__ = ["AdmissionError", "admit", "check_fields", "read_object"]
+__all__ = ["AdmissionError", "admit", "check_fields", "read_document", "read_object"]
+
+T = TypeVar("T")
 
 # Told the paths of the fields admission dropped from one object (the worker counts them).
 DroppedFields = Callable[[list[str]], None]
@@ -295,11 +297,24 @@ def read_object(
 
     Returns the object and the document it was parsed from; raises ObjectError naming every
     problem of the document."""
+    return read_document(raw, where, parse_object, admission=admission, validation=validation, warn=warn)
+
+
+def read_document(
+    raw: Any,
+    where: str,
+    parse: Callable[[Any, str], T],
+    *,
+    admission: bool = True,
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
+) -> tuple[T, Mapping[str, Any]]:
+    """`read_object` for any kind `admit` knows, parsed by `parse` (which raises ObjectError)."""
     fields = _field_problems(raw, validation, where, warn) if isinstance(raw, Mapping) else []
     try:
         if admission and isinstance(raw, Mapping):
             raw = admit(raw, where)
-        obj = parse_object(raw, where)
+        obj = parse(raw, where)
     except ObjectError as e:
         problems = fields + [p for p in e.problems if p not in fields]
         raise ObjectError(where, e.obj, problems) from None

@@ -21,7 +21,7 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
-from fleetplace.shared.api.admission import admit, check_fields, read_object
+from fleetplace.shared.api.admission import read_document, read_object
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, load_yaml, object_ref, problems_of
 from fleetplace.shared.api.ocm import ClusterTaints, Placement
 from fleetplace.shared.bus.codec import encode_json
@@ -109,15 +109,21 @@ def _cluster_taints(
     body: Mapping[str, Any], where: str, validation: Validation, warn: Warn | None
 ) -> Mapping[str, Any]:
     """A ClusterTaints document: sent as the taint set the worker reads, `{"taints": [...]}`."""
-    check_fields(body, where, validation, warn)
-    admit(body, where)
+    document, _ = read_document(body, where, _parse_cluster_taints, validation=validation, warn=warn)
+    return {
+        "taints": [
+            t.model_dump(mode="json", by_alias=True, exclude_defaults=True) for t in document.spec.taints
+        ]
+    }
+
+
+def _parse_cluster_taints(raw: Any, where: str) -> ClusterTaints:
     try:
-        ClusterTaints.model_validate(body)
+        return ClusterTaints.model_validate(raw)
     except ValidationError as e:
-        raise ObjectError(where, object_ref(body), problems_of(e)) from None
-    spec = body.get("spec")
-    taints = spec.get("taints") if isinstance(spec, Mapping) else None
-    return {"taints": taints or []}
+        raise ObjectError(
+            where, object_ref(raw) if isinstance(raw, Mapping) else "document", problems_of(e)
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +231,7 @@ def load_documents(
     """The documents of every file; `progress` is told the count of each file's documents."""
     docs: list[Document] = []
     for path in expand_paths(paths):
-        read = list(documents(read_text(path), path, validation, warn))
+        read = list(documents(read_text(path), "<stdin>" if path == "-" else path, validation, warn))
         docs.extend(read)
         if progress is not None:
             progress(len(read))
