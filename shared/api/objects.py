@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import enum
 from collections.abc import Callable, Hashable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import yaml
@@ -116,9 +116,10 @@ _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoade
 _MERGE = "tag:yaml.org,2002:merge"
 
 
-class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
-    """A safe loader that reports a key given twice in one mapping (YAML forbids it; PyYAML keeps
-    the last silently). The check is in the constructor, which is Python with either parser."""
+class _DuplicateKeys(yaml.constructor.SafeConstructor):
+    """Reports a key given twice in one mapping (YAML forbids it; PyYAML keeps the last silently).
+    The check is in the constructor, which is Python with either parser; `<<` merges are not
+    duplicates."""
 
     duplicate: Callable[[str], None] | None = None
 
@@ -139,6 +140,10 @@ class _Loader(_BaseLoader):  # type: ignore[valid-type,misc]
         return mapping
 
 
+class _Loader(_DuplicateKeys, _BaseLoader):  # type: ignore[valid-type,misc]
+    """The safe loader with the duplicate-key check, on libyaml's parser where available."""
+
+
 def load_yaml(
     text: str, where: str, validation: Validation = Validation.STRICT, warn: Warn | None = None
 ) -> list[Any]:
@@ -151,7 +156,7 @@ def load_yaml(
         if validation is Validation.WARN and warn is not None:
             warn(f"{where}: {message}")
 
-    loader = _Loader(text)
+    loader: Any = cast(Any, _Loader)(text)  # the parser's constructor takes the text
     loader.duplicate = duplicate
     try:
         docs = []
