@@ -14,6 +14,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any, Union
 
@@ -92,35 +93,43 @@ def _element(annotation: Any) -> tuple[_Shape, bool]:
     return None, False
 
 
+@dataclass(frozen=True, slots=True)
+class _Schema:
+    """What one model knows: every JSON name, and the names that hold nested models to check."""
+
+    known: frozenset[str]
+    nested: tuple[tuple[str, type[BaseModel], bool], ...]  # (name, model, is a list)
+
+
 @cache
-def _fields(model: type[BaseModel]) -> dict[str, tuple[_Shape, bool]]:
-    """JSON name -> (nested model or None, is a list) for every field the schema knows."""
-    known: dict[str, tuple[_Shape, bool]] = {}
+def _schema(model: type[BaseModel]) -> _Schema:
+    known: set[str] = set(_UNREAD.get(model, frozenset()))
+    nested: list[tuple[str, type[BaseModel], bool]] = []
     for name, info in model.model_fields.items():
-        known[info.alias or name] = _element(info.annotation)
-    for name in _UNREAD.get(model, frozenset()):
-        known[name] = (None, False)
-    return known
+        json_name = info.alias or name
+        known.add(json_name)
+        shape, many = _element(info.annotation)
+        if shape is not None:
+            nested.append((json_name, shape, many))
+    return _Schema(frozenset(known), tuple(nested))
 
 
 def _walk(value: Any, model: type[BaseModel], path: str, out: list[str]) -> None:
     if not isinstance(value, Mapping):
         return  # a wrong type is the models' error to report, not an unknown field
-    known = _fields(model)
-    for key, item in value.items():
-        where = f"{path}.{key}" if path else str(key)
-        if key not in known:
-            out.append(where)
+    schema = _schema(model)
+    if not value.keys() <= schema.known:
+        out.extend(f"{path}.{key}" if path else str(key) for key in value if key not in schema.known)
+    for key, shape, many in schema.nested:
+        item = value.get(key)
+        if item is None:
             continue
-        shape, many = known[key]
-        if shape is None:
-            continue
-        if many:
-            if isinstance(item, list):
-                for i, element in enumerate(item):
-                    _walk(element, shape, f"{where}[{i}]", out)
-        else:
+        where = f"{path}.{key}" if path else key
+        if not many:
             _walk(item, shape, where, out)
+        elif isinstance(item, list):
+            for i, element in enumerate(item):
+                _walk(element, shape, f"{where}[{i}]", out)
 
 
 _MODELS: dict[str, type[BaseModel]] = {
