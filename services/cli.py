@@ -5,7 +5,11 @@ Each command group lives beside the service it drives and registers itself here.
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from fleetplace.services.commands.plain_help import PlainHelpGroup
 
 app = typer.Typer(
     name="fleetplace",
@@ -13,11 +17,29 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    cls=PlainHelpGroup,
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"fleetplace {version('fleetplace')}")
+        except PackageNotFoundError:
+            typer.echo("fleetplace (not installed)")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
     """fleetplace: OCM cluster placement and YuniKorn queue placement on Kafka."""
 
 
@@ -34,6 +56,9 @@ def _register() -> None:
     from fleetplace.services.commands import demo
 
     demo.register(app)
+    from fleetplace.services.commands import taint  # taint
+
+    taint.register(app)
     from fleetplace.services.queue_placer import cli as queues_cli
 
     queues_cli.register(app)

@@ -4,8 +4,9 @@ one is removed, and survive restarts without acting twice.
     python docs/examples/deployer.py --bootstrap 127.0.0.1:9092            # follow forever
     python docs/examples/deployer.py --bootstrap 127.0.0.1:9092 --once     # catch up, then exit
 
-Its state file holds the subscriber's position (next offsets, applied seqs, current view)
-together with what it deployed, written atomically after each diff: a restart resumes exactly
+Its state file (default: $XDG_STATE_HOME/fleetplace/deployer-state.json, else
+~/.local/state/fleetplace/deployer-state.json; --state to choose) holds the subscriber's
+position (next offsets, applied seqs, current view) together with what it deployed, written atomically after each diff: a restart resumes exactly
 after the last diff it acted on. Replace `deploy`/`undeploy` with real work (a GitOps commit,
 an API call); make them idempotent, because a crash between acting and saving replays that one
 diff after the restart.
@@ -22,7 +23,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from fleetplace.shared.bus.subscriber import DecisionSubscriber, SubscriberPosition
+from fleetplace.subscriber import DecisionSubscriber, SubscriberPosition
 
 
 def deploy(placement: str, cluster: str) -> None:
@@ -40,8 +41,15 @@ def load(path: Path) -> tuple[SubscriberPosition | None, dict[str, list[str]]]:
     return SubscriberPosition.model_validate(state["position"]), state["deployed"]
 
 
+def default_state_path() -> Path:
+    """Outside any checkout: the user's state directory (XDG Base Directory)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "fleetplace" / "deployer-state.json"
+
+
 def save(path: Path, position: SubscriberPosition, deployed: dict[str, list[str]]) -> None:
     """One atomic write: the position never runs ahead of (or behind) what was deployed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     state = {"position": position.model_dump(mode="json"), "deployed": deployed}
     tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
@@ -69,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
     parser.add_argument("--prefix", default=os.environ.get("FLEETPLACE_TOPIC_PREFIX", "fleetplace."))
-    parser.add_argument("--state", type=Path, default=Path("deployer-state.json"))
+    parser.add_argument("--state", type=Path, default=default_state_path())
     parser.add_argument("--once", action="store_true", help="Exit once caught up.")
     args = parser.parse_args(argv)
 

@@ -29,6 +29,7 @@ from fleetplace.services.auditor.explain import Explanation, NoDecision, explain
 from fleetplace.services.auditor.export import current_decisions, kubernetes_objects
 from fleetplace.services.auditor.history import History, HistoryError, read_history
 from fleetplace.services.auditor.whatif import PlacementWhatIf, what_if_engine, what_if_placement
+from fleetplace.services.commands.output import Output, parse_output, write_yaml
 from fleetplace.services.commands.worker import Bootstrap, Prefix, _settings
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
 from fleetplace.shared.api.ocm import Placement
@@ -40,7 +41,25 @@ from fleetplace.shared.settings import Settings
 
 _TIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
-Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+Json = Annotated[bool, typer.Option("--json", hidden=True, help="The same as -o json.")]
+OutputFormat = Annotated[
+    str, typer.Option("--output", "-o", metavar="table|json|yaml", help="Tables, JSON, or YAML.")
+]
+
+
+def _output(output: str, json_output: bool) -> Output:
+    """-o, with the older --json meaning -o json."""
+    return Output.JSON if json_output else parse_output(output)
+
+
+def _write(value: Any, output: Output) -> None:
+    if output is Output.YAML:
+        write_yaml(value)
+        sys.stdout.flush()
+    else:
+        _write_json(value)
+
+
 PreferNoSelect = Annotated[
     str | None,
     typer.Option(
@@ -184,6 +203,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--since", help="Only decisions evaluated at or after this RFC 3339 time."),
         ] = None,
+        output: OutputFormat = "table",
         json_output: Json = False,
         prefer_no_select: PreferNoSelect = None,
         jobs: Jobs = 0,
@@ -191,6 +211,7 @@ def register(app: typer.Typer) -> None:
         prefix: Prefix = None,
     ) -> None:
         """Re-derive every published decision from the topics; exit 1 if any does not reproduce."""
+        out = _output(output, json_output)
         key = _placement_key("--placement", placement)
         since_t = _time("--since", since)
         settings = _settings(bootstrap, prefix)
@@ -210,10 +231,10 @@ def register(app: typer.Typer) -> None:
                 )
             except (HistoryError, BusError) as e:
                 raise _fail(str(e)) from None
-        if json_output:
-            _write_json(report.to_json())
-        else:
+        if out is Output.TABLE:
             _print_report(report)
+        else:
+            _write(report.to_json(), out)
         if not report.ok:
             raise typer.Exit(1)
 
@@ -223,27 +244,29 @@ def register(app: typer.Typer) -> None:
         at: Annotated[
             str | None, typer.Option("--at", help="RFC 3339 time (default: the latest decision).")
         ] = None,
+        output: OutputFormat = "table",
         json_output: Json = False,
         prefer_no_select: PreferNoSelect = None,
         bootstrap: Bootstrap = None,
         prefix: Prefix = None,
     ) -> None:
         """The decision in force at a time, the record that made it, and why each cluster was (not) picked."""
+        out = _output(output, json_output)
         key = _placement_key("NS/NAME", placement)
         assert key is not None
         at_t = _time("--at", at)
         settings = _settings(bootstrap, prefix)
         engine = _engine(settings, prefer_no_select)
-        with _progress(enabled=not json_output) as update:
+        with _progress(enabled=out is Output.TABLE) as update:
             history = _load(settings, update)
         try:
             explanation = explain_decision(history, key, at_t, DecodeLimits.from_settings(settings), engine)
         except NoDecision as e:
             raise _fail(str(e), 1) from None
-        if json_output:
-            _write_json(explanation.to_json())
-        else:
+        if out is Output.TABLE:
             _print_explanation(explanation)
+        else:
+            _write(explanation.to_json(), out)
 
     @app.command("what-if")
     def what_if_command(
@@ -257,6 +280,7 @@ def register(app: typer.Typer) -> None:
         since: Annotated[
             str | None, typer.Option("--since", help="Report from this RFC 3339 time on.")
         ] = None,
+        output: OutputFormat = "table",
         json_output: Json = False,
         prefer_no_select: PreferNoSelect = None,
         jobs: Jobs = 0,
@@ -264,6 +288,7 @@ def register(app: typer.Typer) -> None:
         prefix: Prefix = None,
     ) -> None:
         """Replay history with a changed Placement (or engine) and show which decisions would have differed, and when."""
+        out = _output(output, json_output)
         if (placement_file is None) == (not engine_only):
             raise _fail("give --placement-file FILE or --engine-only (one of them)")
         since_t = _time("--since", since)
@@ -273,7 +298,7 @@ def register(app: typer.Typer) -> None:
         settings = _settings(bootstrap, prefix)
         limits = DecodeLimits.from_settings(settings)
         engine = _engine(settings, prefer_no_select)
-        with _progress(enabled=not json_output) as update:
+        with _progress(enabled=out is Output.TABLE) as update:
             history = _load(settings, update)
         if engine_only:
             report = audit(history, since=since_t, limits=limits, engine=engine, jobs=_jobs(jobs))
@@ -283,10 +308,10 @@ def register(app: typer.Typer) -> None:
                 what_if_placement(history, p, since=since_t, limits=limits, engine=engine).to_json()
                 for p in modified
             ]
-        if json_output:
-            _write_json(results)
-        else:
+        if out is Output.TABLE:
             _print_what_if(results)
+        else:
+            _write(results, out)
 
     export_app = typer.Typer(help="Export current state in other formats.", no_args_is_help=True)
     app.add_typer(export_app, name="export")

@@ -13,9 +13,20 @@ from typing import Annotated
 import orjson
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
 
+from fleetplace.services.commands.output import (
+    Bootstrap,
+    Files,
+    Prefix,
+    ValidateOption,
+    normalize_prefix,
+    paragraphs,
+    progress,
+    table_console,
+    write_yaml,
+)
+from fleetplace.shared.api.objects import Validation
 from fleetplace.shared.bus.broker import MEMORY_STORAGE, EmbeddedBroker
 from fleetplace.shared.bus.errors import BusError, TopicLayoutError
 from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
@@ -31,14 +42,8 @@ from fleetplace.shared.bus.topics import (
 )
 from fleetplace.shared.settings import KafkaSettings, Settings, describe
 
-BootstrapOption = Annotated[
-    str | None,
-    typer.Option("--bootstrap", "-b", help="host:port of a broker (default: $KAFKA_BOOTSTRAP_SERVERS)."),
-]
-PrefixOption = Annotated[
-    str | None,
-    typer.Option("--prefix", help="Topic name prefix (default: $FLEETPLACE_TOPIC_PREFIX or fleetplace.)."),
-]
+BootstrapOption = Bootstrap
+PrefixOption = Prefix
 
 
 def _fail(message: str, code: int = 1) -> typer.Exit:
@@ -63,10 +68,18 @@ def _connection(bootstrap: str | None, prefix: str | None) -> tuple[Settings, Ka
             "no broker: set KAFKA_BOOTSTRAP_SERVERS or pass --bootstrap (`fleetplace broker` starts a local one)",
             2,
         )
-    return settings, kafka, Topics(settings.topic_prefix if prefix is None else prefix)
+    return (
+        settings,
+        kafka,
+        Topics(settings.topic_prefix if prefix is None else normalize_prefix(prefix) or ""),
+    )
 
 
-async def _publish(kafka: KafkaSettings, records: list[OutgoingRecord], topics: Topics) -> None:
+# records per send_all call: small enough for a progress bar to move on a large publish
+_PUBLISH_CHUNK = 2_000
+
+
+async def publish_records(kafka: KafkaSettings, records: list[OutgoingRecord], topics: Topics) -> None:
     needed = {r.topic for r in records}
     statuses = await describe_catalogue(kafka, topics)
     missing = sorted(s.topic for s in statuses if s.topic in needed and s.state is TopicState.MISSING)
@@ -78,14 +91,18 @@ async def _publish(kafka: KafkaSettings, records: list[OutgoingRecord], topics: 
     producer = make_producer(kafka, linger_ms=20)
     await start_client(producer)
     try:
-        await send_all(producer, records)
+        with progress("publishing", total=len(records)) as advance:
+            for start in range(0, len(records), _PUBLISH_CHUNK):
+                chunk = records[start : start + _PUBLISH_CHUNK]
+                await send_all(producer, chunk)
+                advance(len(chunk))
     finally:
         await producer.stop()
 
 
 def _status_table(statuses: list[TopicStatus], title: str) -> Table:
     table = Table(title=title)
-    table.add_column("topic", overflow="fold")
+    table.add_column("topic", no_wrap=True)
     for column in ("kind", "partitions", "cleanup.policy", "state"):
         table.add_column(column)
     for s in statuses:
@@ -119,11 +136,30 @@ def register(app: typer.Typer) -> None:
     topics_app = typer.Typer(help="Create and list the topic catalogue.", no_args_is_help=True)
     app.add_typer(topics_app, name="topics")
 
-    @app.command()
+    @app.command(
+        help=paragraphs("""Send OCM objects, taints, YuniKorn configs or applications to their topics, keyed as the contract says.
+
+        ManagedCluster → clusters; AddOnPlacementScore → scores; ManagedClusterSet → clustersets;
+        ManagedClusterSetBinding → clustersetbindings; Placement → placements; ClusterTaints
+        (apiVersion fleetplace.dev/v1alpha1, metadata.name = the cluster, spec.taints) → taints; a
+        YuniKorn config (`partitions:` or a ConfigMap with queues.yaml) → queue-configs, one record
+        per partition; with --kind application, each document → applications.
+
+        Every document is checked first, exactly as the scheduler worker admits it (the API
+        server's defaults and validation), and unknown fields, unknown apiVersions and duplicated
+        YAML keys are errors unless --validate says otherwise. One bad document means nothing is
+        sent (exit 2), and every bad file, document and field is named.""")
+    )
     def publish(
         paths: Annotated[
-            list[str], typer.Argument(help="YAML/JSON/JSON Lines files, directories, or - for stdin.")
-        ],
+            list[str] | None,
+            typer.Argument(
+                help="YAML/JSON/JSON Lines files, directories, or - for stdin.",
+                metavar="PATH",
+                show_default=False,
+            ),
+        ] = None,
+        files: Files = None,
         delete: Annotated[
             bool, typer.Option("--delete", help="Send tombstones (deletes) for these objects.")
         ] = False,
@@ -137,23 +173,29 @@ def register(app: typer.Typer) -> None:
         dry_run: Annotated[
             bool, typer.Option("--dry-run", help="Check and print what would be sent; send nothing.")
         ] = False,
+        validate: ValidateOption = None,
         bootstrap: BootstrapOption = None,
         prefix: PrefixOption = None,
     ) -> None:
-        """Send OCM objects, YuniKorn configs or applications to their topics, keyed as the contract says.
+        validation = Validation(validate) if validate in tuple(Validation) else None
+        if validate is not None and validation is None:
+            raise _fail(f"--validate: expected strict, warn or ignore, got {validate!r}", 2)
+        wanted = [*(paths or []), *(files or [])]
+        if not wanted:
+            raise _fail("give at least one PATH or -f FILE (- for stdin)", 2)
 
-        ManagedCluster → clusters; AddOnPlacementScore → scores; ManagedClusterSet → clustersets;
-        ManagedClusterSetBinding → clustersetbindings; Placement → placements; a YuniKorn config
-        (`partitions:` or a ConfigMap with queues.yaml) → queue-configs, one record per partition;
-        with --kind application, each document → applications. Every document is checked first:
-        one bad document means nothing is sent (exit 2).
-        """
+        def warn(message: str) -> None:
+            typer.echo(f"warning: {message}", err=True)
+
+        strictness = validation or Validation.STRICT
         try:
-            planned = plan_records(load_documents(paths), kind, validate=not delete)
+            with progress("reading") as advance:
+                docs = load_documents(wanted, strictness, warn, advance)
+            planned = plan_records(docs, kind, validate=not delete, validation=strictness, warn=warn)
         except BusError as exc:
             raise _fail(str(exc), 2) from None
         if dry_run:
-            topics = Topics(_settings().topic_prefix if prefix is None else prefix)
+            topics = Topics(_settings().topic_prefix if prefix is None else normalize_prefix(prefix) or "")
             for record in to_outgoing(planned, topics, delete=delete):
                 typer.echo(
                     f"{record.topic}\t{record.key!s}\t{'tombstone' if record.value is None else 'upsert'}"
@@ -165,7 +207,7 @@ def register(app: typer.Typer) -> None:
             typer.echo("nothing to publish", err=True)
             return
         try:
-            asyncio.run(_publish(kafka, records, topics))
+            asyncio.run(publish_records(kafka, records, topics))
         except BusError as exc:
             raise _fail(str(exc)) from None
         counts = Counter(topics.unprefixed(r.topic) for r in records)
@@ -190,7 +232,9 @@ def register(app: typer.Typer) -> None:
                 "--replication-factor", min=1, help="Default: $FLEETPLACE_TOPIC_REPLICATION_FACTOR or 1."
             ),
         ] = None,
-        output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+        output: Annotated[
+            str, typer.Option("--output", "-o", metavar="table|json|yaml", help="Table, JSON or YAML.")
+        ] = "table",
         bootstrap: BootstrapOption = None,
         prefix: PrefixOption = None,
     ) -> None:
@@ -211,7 +255,9 @@ def register(app: typer.Typer) -> None:
 
     @topics_app.command("list")
     def topics_list(
-        output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
+        output: Annotated[
+            str, typer.Option("--output", "-o", metavar="table|json|yaml", help="Table, JSON or YAML.")
+        ] = "table",
         bootstrap: BootstrapOption = None,
         prefix: PrefixOption = None,
     ) -> None:
@@ -260,7 +306,9 @@ def register(app: typer.Typer) -> None:
                 err=True,
             )
             if create_topics:
-                topics = Topics(_settings().topic_prefix if prefix is None else prefix)
+                topics = Topics(
+                    _settings().topic_prefix if prefix is None else normalize_prefix(prefix) or ""
+                )
                 try:
                     asyncio.run(ensure_topics(embedded.bootstrap, topics))
                 except BusError as exc:
@@ -279,10 +327,12 @@ def register(app: typer.Typer) -> None:
 def _print_statuses(statuses: list[TopicStatus], output: str, title: str) -> None:
     if output == "json":
         typer.echo(_status_json(statuses))
+    elif output == "yaml":
+        write_yaml(orjson.loads(_status_json(statuses)))
     elif output == "table":
-        Console().print(_status_table(statuses, title))
+        table_console().print(_status_table(statuses, title))
     else:
-        raise _fail(f"--output: expected table or json, got {output!r}", 2)
+        raise _fail(f"--output: expected table, json or yaml, got {output!r}", 2)
     for s in statuses:
         if s.state is TopicState.MISMATCH:
             typer.echo(

@@ -1,8 +1,8 @@
 """`fleetplace demo`: the whole loop on one machine, checked, in well under a minute.
 
 Starts the embedded broker (unless KAFKA_BOOTSTRAP_SERVERS names a Kafka), creates the topics
-under a fresh prefix, publishes the example fleet (docs/examples/fleet.yaml), starts a scheduler
-worker in this process and plays acts against it: a cluster joins, a label changes, an AddOn score
+under a fresh prefix, publishes the example fleet (demo_fleet.yaml beside this module, which
+docs/examples/fleet.yaml links to), starts a scheduler worker in this process and plays acts against it: a cluster joins, a label changes, an AddOn score
 changes, a cluster becomes unreachable and a toleration runs out, a placement is deleted. Each act
 waits for the decision diffs it should cause and checks that exactly those were published. A
 summary table follows; the exit status is 1 if any act failed.
@@ -44,7 +44,8 @@ from fleetplace.shared.bus.topics import PLACEMENTS, TAINTS, Topics, ensure_topi
 from fleetplace.shared.logging import configure_logging
 from fleetplace.shared.settings import KafkaSettings, Settings, describe
 
-FLEET_FILE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "fleet.yaml"
+# Package data, installed with the command (docs/examples/fleet.yaml links to it for readers).
+FLEET_FILE = Path(__file__).resolve().with_name("demo_fleet.yaml")
 UNREACHABLE = "cluster.open-cluster-management.io/unreachable"
 # The acts end within this budget even when one hangs, so that with the broker's start and the
 # worker's stop the whole demo ends within a minute.
@@ -137,7 +138,7 @@ class ActResult:
 
 
 class ExampleFleet:
-    """The documents of docs/examples/fleet.yaml, by kind and key, to derive each act's change from."""
+    """The documents of the example fleet, by kind and key, to derive each act's change from."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

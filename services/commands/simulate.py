@@ -2,6 +2,12 @@
 
 "Why was my cluster (not) picked?" — evaluates placements against objects from files, with the
 same engine the worker runs, and prints the decision with its full explanation.
+
+Two kinds of input: plain object files (YAML/JSON documents, `kind: List`), which together form
+one fleet however many files, directories or `-f` they come from, and read as the worker reads
+them (the API server's defaults and validation); and scenario files (a JSON object with
+`objects`, or a list of them), each scenario evaluated on its own, with its objects as written
+unless it says `"admission": true`.
 """
 
 from __future__ import annotations
@@ -17,8 +23,19 @@ import orjson
 import typer
 from pydantic import TypeAdapter, ValidationError
 
-from fleetplace.shared.api.admission import admit
-from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
+from fleetplace.services.commands.output import (
+    Files,
+    Output,
+    ValidateOption,
+    paragraphs,
+    parse_output,
+    progress,
+    table_console,
+    write_json,
+    write_yaml,
+)
+from fleetplace.shared.api.admission import read_object
+from fleetplace.shared.api.objects import ObjectError, Validation, Warn, documents_of
 from fleetplace.shared.api.ocm import OcmObject, Placement, PlacementDecision
 from fleetplace.shared.api.rollouts import Rollout
 from fleetplace.shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
@@ -42,6 +59,11 @@ class Scenario:
     objects: list[tuple[OcmObject, Mapping[str, Any]]]
     raw: Mapping[str, Any] | None = None
 
+    @property
+    def expect(self) -> Mapping[str, Any] | None:
+        expect = self.raw.get("expect") if self.raw is not None else None
+        return expect if isinstance(expect, Mapping) else None
+
 
 def parse_time(text: Any, where: str, field: str) -> datetime:
     try:
@@ -52,22 +74,30 @@ def parse_time(text: Any, where: str, field: str) -> datetime:
 
 
 def _objects(
-    docs: Sequence[tuple[str, Any]], admission: bool = False
+    docs: Sequence[tuple[str, Any]],
+    admission: bool = False,
+    validation: Validation = Validation.IGNORE,
+    warn: Warn | None = None,
 ) -> list[tuple[OcmObject, Mapping[str, Any]]]:
-    """Parse documents as written, or (admission) as an API server would store them."""
+    """Parse documents as written, or (admission) as an API server would store them.
+
+    Every bad document is named, one per line, in one InputError."""
     out = []
+    problems = []
     for where, doc in docs:
         try:
-            if admission and isinstance(doc, Mapping):
-                doc = admit(doc, where)
-            obj = parse_object(doc, where)
+            obj, doc = read_object(doc, where, admission=admission, validation=validation, warn=warn)
         except ObjectError as e:
-            raise InputError(str(e)) from None
+            problems.append(str(e))
+            continue
         if isinstance(obj, Rollout):
-            raise InputError(
+            problems.append(
                 f"{where}: a Rollout is no input of placement simulate (`fleetplace rollout simulate`)"
             )
+            continue
         out.append((obj, doc))
+    if problems:
+        raise InputError("\n".join(problems))
     return out
 
 
@@ -75,7 +105,20 @@ def _is_scenario(doc: Any) -> bool:
     return isinstance(doc, Mapping) and "objects" in doc and "kind" not in doc
 
 
-def _scenario(doc: Mapping[str, Any], where: str, admission: bool = False) -> Scenario:
+def _scenario(
+    doc: Mapping[str, Any],
+    where: str,
+    admission: bool | None = False,
+    validation: Validation | None = None,
+    warn: Warn | None = None,
+) -> Scenario:
+    """A scenario is a test vector for the controller: its objects are read as written and
+    unknown fields are ignored, unless it says `"admission": true` (then it is read as the worker
+    reads), or `admission` / `validation` are given (the command line's explicit choice)."""
+    if admission is None:
+        admission = doc.get("admission") is True
+    if validation is None:
+        validation = Validation.STRICT if admission else Validation.IGNORE
     objs = doc.get("objects")
     if not isinstance(objs, list):
         raise InputError(f"{where}: objects: expected a list of Kubernetes objects")
@@ -86,14 +129,49 @@ def _scenario(doc: Mapping[str, Any], where: str, admission: bool = False) -> Sc
         raise InputError(f"{where}: placement: expected 'namespace/name', got {placement!r}")
     docs = [(f"{where}: objects[{i}]", o) for i, o in enumerate(objs)]
     return Scenario(
-        where, name if isinstance(name, str) else None, now, placement, _objects(docs, admission), doc
+        where,
+        name if isinstance(name, str) else None,
+        now,
+        placement,
+        _objects(docs, admission, validation, warn),
+        doc,
     )
 
 
-def scenarios_of(text: str, where: str, admission: bool = False) -> Iterator[Scenario | InputError]:
+def scenarios_of(
+    text: str,
+    where: str,
+    admission: bool | None = False,
+    validation: Validation | None = None,
+    warn: Warn | None = None,
+) -> Iterator[Scenario | InputError]:
     """One file: a scenario, an array of scenarios, or plain objects (one scenario)."""
+    for entry in _entries(text, where, admission, validation, warn):
+        if isinstance(entry, list):
+            try:
+                yield Scenario(
+                    where,
+                    None,
+                    None,
+                    None,
+                    _objects(entry, admission is True, validation or Validation.IGNORE, warn),
+                )
+            except InputError as e:
+                yield e
+        else:
+            yield entry
+
+
+def _entries(
+    text: str,
+    where: str,
+    admission: bool | None,
+    validation: Validation | None,
+    warn: Warn | None,
+) -> Iterator[Scenario | InputError | list[tuple[str, Any]]]:
+    """A scenario file's scenarios, or a plain file's documents (for the caller to pool)."""
     try:
-        docs = list(documents_of(text, where))
+        docs = list(documents_of(text, where, validation or Validation.STRICT, warn))
     except ObjectError as e:
         yield InputError(str(e))
         return
@@ -101,14 +179,64 @@ def scenarios_of(text: str, where: str, admission: bool = False) -> Iterator[Sce
         for i, (_, d) in enumerate(docs):
             label = where if len(docs) == 1 else f"{where}[{i}]"
             try:
-                yield _scenario(d, label, admission)
+                yield _scenario(d, label, admission, validation, warn)
             except InputError as e:
                 yield e
         return
-    try:
-        yield Scenario(where, None, None, None, _objects(docs, admission))
-    except InputError as e:
-        yield e
+    yield docs
+
+
+def load_scenarios(
+    sources: Sequence[tuple[str, str]],
+    admission: bool | None,
+    validation: Validation | None,
+    warn: Warn | None,
+) -> list[Scenario | InputError]:
+    """Every scenario of the sources, in order; the plain object files together are one scenario,
+    in the place of the first of them, read as the worker reads (unless `admission` is False)."""
+    entries: list[Scenario | InputError] = []
+    pooled: list[tuple[str, Any]] = []
+    pool_files: list[str] = []
+    pool_at: int | None = None
+    for where, text in sources:
+        for entry in _entries(text, where, admission, validation, warn):
+            if isinstance(entry, list):
+                pooled.extend(entry)
+                pool_files.append(where)
+                if pool_at is None:
+                    pool_at = len(entries)
+                    entries.append(InputError("placeholder"))
+            else:
+                entries.append(entry)
+    if pool_at is not None:
+        where = ", ".join(pool_files)
+        try:
+            entries[pool_at] = Scenario(
+                where,
+                None,
+                None,
+                None,
+                _objects(pooled, admission is not False, validation or Validation.STRICT, warn),
+            )
+        except InputError as e:
+            entries[pool_at] = e
+    return entries
+
+
+def expect_mismatches(line: Mapping[str, Any], expect: Mapping[str, Any]) -> list[str]:
+    """Where a result differs from a scenario's `expect`: every key `expect` has is compared
+    exactly, except that a condition is compared only on the fields the expected one gives."""
+    out = []
+    for key, wanted in expect.items():
+        got = line.get(key)
+        if key == "conditions" and isinstance(wanted, list) and isinstance(got, list):
+            got = [
+                {k: c.get(k) for k in w} if isinstance(w, Mapping) and isinstance(c, Mapping) else c
+                for w, c in zip(wanted, got, strict=False)
+            ] + got[len(wanted) :]
+        if got != wanted:
+            out.append(f"{key}: expected {orjson.dumps(wanted).decode()}, got {orjson.dumps(got).decode()}")
+    return out
 
 
 def _read(path: Path) -> str:
@@ -261,10 +389,9 @@ def run_sequence(
 
 
 def _table(line: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = table_console()
     title = f"{line['placement']}" + (f"  ({line['name']})" if line.get("name") else "")
     console.rule(title)
     if "error" in line:
@@ -285,7 +412,7 @@ def _table(line: dict[str, Any]) -> None:
     console.print(table)
 
 
-def _sequences(path: Path, output: str, admission: bool, options: EngineOptions) -> None:
+def _sequences(path: Path, output: Output, admission: bool, options: EngineOptions) -> None:
     where = str(path)
     try:
         data = orjson.loads(path.read_bytes())
@@ -308,55 +435,101 @@ def _sequences(path: Path, output: str, admission: bool, options: EngineOptions)
             name = seq.get("name") if isinstance(seq, Mapping) else None
             lines = [{"name": name, "error": str(e)}]
         for line in lines:
-            if output == "json":
-                sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
-            else:
-                _table(line)
+            _emit(line, output)
     sys.stdout.flush()
     if failed:
         raise typer.Exit(2)
 
 
+def _emit(line: Mapping[str, Any], output: Output) -> None:
+    if output is Output.JSON:
+        write_json(line)
+    elif output is Output.YAML:
+        write_yaml(line)
+    else:
+        _table(dict(line))
+
+
+_RULE = """Plain object files (YAML/JSON documents, `kind: List`) given together — several paths, a
+directory, -f repeated, or - for stdin — form ONE fleet, and every Placement in it is
+evaluated. They are read as the worker reads them: the API server's defaults and validation
+(a configuration without `weight` has weight 1; weight 11 is refused), and unknown fields,
+unknown apiVersions and duplicated YAML keys are errors (--validate to relax).
+
+A scenario file — a JSON object with `objects` (and `placement`, `now`, `name`, `expect`), or a
+list of them, the format of the conformance samples — is one evaluation per scenario, its
+objects as written (what OCM's controller sees without an API server; unknown fields
+ignored), unless the scenario says `"admission": true`. --admission / --as-written and
+--validate given on the command line apply to every input.
+
+Exit status: 0; 1 when a scenario's `expect` does not match the result (the line then has
+`expectMismatch`); 2 on bad input."""
+
+
 def register(app: typer.Typer) -> None:
-    @app.command()
+    @app.command(
+        help=paragraphs(
+            f"Evaluate placements offline and explain every decision (OCM's debugger as a command).\n\n{_RULE}"
+        )
+    )
     def simulate(
         paths: Annotated[
             list[str] | None,
-            typer.Argument(help="Scenario or object files (YAML/JSON), directories, or - for stdin."),
+            typer.Argument(
+                help="Scenario or object files (YAML/JSON), directories, or - for stdin.",
+                metavar="PATH",
+                show_default=False,
+            ),
         ] = None,
-        placement: Annotated[str | None, typer.Option("--placement", help="Evaluate only NS/NAME.")] = None,
+        files: Files = None,
+        placement: Annotated[
+            str | None, typer.Option("--placement", metavar="NS/NAME", help="Evaluate only NS/NAME.")
+        ] = None,
         now: Annotated[
             str | None,
-            typer.Option("--now", help="RFC 3339 time of evaluation (default: the scenario's, else now)."),
+            typer.Option(
+                "--now",
+                metavar="TIME",
+                help="RFC 3339 time of evaluation  \\[default: the scenario's, else now]",
+                show_default=False,
+            ),
         ] = None,
-        output: Annotated[str, typer.Option("--output", "-o", help="json (JSON Lines) or table.")] = "json",
+        output: Annotated[
+            str,
+            typer.Option(
+                "--output", "-o", metavar="json|yaml|table", help="JSON Lines, YAML documents, or tables."
+            ),
+        ] = "json",
         admission: Annotated[
-            bool,
+            bool | None,
             typer.Option(
                 "--admission/--as-written",
-                help="Apply the CRD defaults and validation an API server would (default: objects as written).",
+                help="Apply the API server's defaults and validation, or read objects exactly as written  "
+                "[default: admission for object files, as written for scenario files]",
+                show_default=False,
             ),
-        ] = False,
+        ] = None,
+        validate: ValidateOption = None,
         prefer_no_select: Annotated[
             str,
             typer.Option(
                 "--prefer-no-select",
+                metavar="ignore|penalize",
                 help="ignore (OCM) or penalize: score -100 for untolerated PreferNoSelect taints (beyond OCM).",
             ),
         ] = "ignore",
         sequence: Annotated[
-            Path | None, typer.Option("--sequence", help="JSON array of step sequences to run offline.")
+            Path | None,
+            typer.Option("--sequence", metavar="FILE", help="JSON array of step sequences to run offline."),
         ] = None,
     ) -> None:
-        """Evaluate placements offline and explain every decision (OCM's debugger as a command)."""
-        if output not in ("json", "table"):
-            typer.echo(f"error: --output: expected json or table, got {output!r}", err=True)
-            raise typer.Exit(2)
+        out = parse_output(output)
         if prefer_no_select not in ("ignore", "penalize"):
             typer.echo(
                 f"error: --prefer-no-select: expected ignore or penalize, got {prefer_no_select!r}", err=True
             )
             raise typer.Exit(2)
+        validation = _validation(validate)
         engine_options = EngineOptions(
             prefer_no_select="penalize" if prefer_no_select == "penalize" else "ignore"
         )
@@ -368,35 +541,63 @@ def register(app: typer.Typer) -> None:
         except InputError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
-        failed = False
-        write = sys.stdout.buffer.write
+        failed = mismatched = False
         if sequence is not None:
-            _sequences(sequence, output, admission, engine_options)
+            _sequences(sequence, out, admission is True, engine_options)
             return
-        if not paths:
-            typer.echo("error: give at least one PATH (or --sequence FILE)", err=True)
+        wanted = [*(paths or []), *(files or [])]
+        if not wanted:
+            typer.echo("error: give at least one PATH or -f FILE (or --sequence FILE)", err=True)
             raise typer.Exit(2)
+
+        def warn(message: str) -> None:
+            typer.echo(f"warning: {message}", err=True)
+
         try:
-            sources = list(_paths(paths))
+            with progress("reading") as advance:
+                sources = []
+                for source in _paths(wanted):
+                    sources.append(source)
+                    advance(1)
+                entries = load_scenarios(sources, admission, validation, warn)
         except InputError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
-        for where, text in sources:
-            for sc in scenarios_of(text, where, admission):
-                try:
-                    if isinstance(sc, InputError):
-                        raise sc
-                    lines = run_scenario(sc, placement, default_now, engine_options)
-                except InputError as e:
-                    failed = True
-                    typer.echo(f"error: {e}", err=True)
-                    name = sc.name if isinstance(sc, Scenario) else None
-                    lines = [{"name": name, "placement": placement, "error": str(e)}]
-                for line in lines:
-                    if output == "json":
-                        write(orjson.dumps(line) + b"\n")
-                    else:
-                        _table(line)
+        for sc in entries:
+            try:
+                if isinstance(sc, InputError):
+                    raise sc
+                lines = run_scenario(sc, placement, default_now, engine_options)
+            except InputError as e:
+                failed = True
+                typer.echo(f"error: {e}", err=True)
+                name = sc.name if isinstance(sc, Scenario) else None
+                lines = [{"name": name, "placement": placement, "error": str(e)}]
+            expect = sc.expect if isinstance(sc, Scenario) else None
+            for line in lines:
+                if isinstance(sc, Scenario) and expect is not None and "error" not in line:
+                    differences = expect_mismatches(line, expect)
+                    if differences:
+                        mismatched = True
+                        line["expectMismatch"] = differences
+                        typer.echo(
+                            f"mismatch: {sc.where}: {line.get('name') or line['placement']}: "
+                            + "; ".join(differences),
+                            err=True,
+                        )
+                _emit(line, out)
         sys.stdout.flush()
         if failed:
             raise typer.Exit(2)
+        if mismatched:
+            raise typer.Exit(1)
+
+
+def _validation(value: str | None) -> Validation | None:
+    if value is None:
+        return None
+    try:
+        return Validation(value)
+    except ValueError:
+        typer.echo(f"error: --validate: expected strict, warn or ignore, got {value!r}", err=True)
+        raise typer.Exit(2) from None

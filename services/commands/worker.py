@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-import orjson
 import typer
 from pydantic import ValidationError
 
+from fleetplace.services.commands.output import (
+    Bootstrap,
+    Output,
+    Prefix,
+    normalize_prefix,
+    parse_output,
+    write_json,
+    write_yaml,
+)
 from fleetplace.services.http import HttpPortInUseError
 from fleetplace.shared.bus.codec import decode_object
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.kafka import BroadcastReader
-from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.bus.topics import APP_PLACEMENTS, DEADLETTER, DECISIONS, Topics
 from fleetplace.shared.logging import configure_from_settings
 from fleetplace.shared.settings import Settings, describe
 
@@ -42,26 +51,10 @@ def _settings(bootstrap: str | None, prefix: str | None, **updates: Any) -> Sett
         raise typer.Exit(2)
     changes: dict[str, Any] = {"kafka": kafka, **{k: v for k, v in updates.items() if v is not None}}
     if prefix is not None:
-        changes["topic_prefix"] = prefix
+        changes["topic_prefix"] = normalize_prefix(prefix)
     return settings.model_copy(update=changes)
 
 
-Bootstrap = Annotated[
-    str | None,
-    typer.Option(
-        "--bootstrap",
-        metavar="HOST:PORT[,...]",
-        help="Kafka bootstrap servers (else $KAFKA_BOOTSTRAP_SERVERS).",
-    ),
-]
-Prefix = Annotated[
-    str | None,
-    typer.Option(
-        "--prefix",
-        metavar="PREFIX",
-        help=f"Topic prefix (else $FLEETPLACE_TOPIC_PREFIX, else {DEFAULTS['topic_prefix']!r}).",
-    ),
-]
 HttpPort = Annotated[
     int,
     typer.Option(
@@ -86,6 +79,9 @@ def _run(main: Any) -> None:
     except BusError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(1) from None
+
+
+__all__ = ["Bootstrap", "Prefix", "register"]
 
 
 @worker_app.command("scheduler")
@@ -178,25 +174,108 @@ def worker_rollout(
         raise typer.Exit(1) from None
 
 
+def describe_decision(value: Mapping[str, Any]) -> str:
+    """One line per DecisionDiff: time, placement, seq, trigger, the change and the outcome. A
+    deleted placement ends in `(deleted)`, a misconfigured one in `(misconfigured: why)`."""
+    added = " ".join(f"+{c}" for c in value.get("added", []))
+    removed = " ".join(f"-{c}" for c in value.get("removed", []))
+    trig = value.get("trigger") or {}
+    status = value.get("status")
+    conditions = (status.get("conditions") or []) if isinstance(status, Mapping) else []
+    misconfigured = next(
+        (
+            c
+            for c in conditions
+            if isinstance(c, Mapping)
+            and c.get("type") == "PlacementMisconfigured"
+            and c.get("status") == "True"
+        ),
+        None,
+    )
+    if value.get("deleted"):
+        outcome = "(deleted)"
+    elif misconfigured is not None:
+        outcome = f"(misconfigured: {misconfigured.get('message') or misconfigured.get('reason')})"
+    else:
+        outcome = ",".join(value.get("decisions", [])) or "(none)"
+    return (
+        f"{value.get('evaluatedAt')} {value.get('placement')} seq={value.get('seq')} "
+        f"[{trig.get('kind')}:{trig.get('key')}] {added} {removed} -> {outcome}"
+    )
+
+
+def describe_app_placement(value: Mapping[str, Any]) -> str:
+    """One line per queue placement: the queue and the rule, or the rejection and its reason."""
+    head = f"{value.get('evaluatedAt')} {value.get('applicationID')}"
+    if value.get("rejected"):
+        return f"{head} rejected: {value.get('reason')}: {value.get('detail')}"
+    created = " (created)" if value.get("created") else ""
+    return f"{head} -> {value.get('queue')} [{value.get('rule')}]{created}"
+
+
+def describe_dead_letter(value: Mapping[str, Any]) -> str:
+    """One line per dead letter: where the record was read, its key and why it was rejected."""
+    key = value.get("key") if value.get("key") is not None else f"(base64 {value.get('key_b64')})"
+    return (
+        f"{value.get('topic')}/{value.get('partition')}@{value.get('offset')} key={key}: {value.get('error')}"
+    )
+
+
+_WATCHED: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    DECISIONS: describe_decision,
+    APP_PLACEMENTS: describe_app_placement,
+    DEADLETTER: describe_dead_letter,
+}
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(worker_app, name="worker")
 
     @app.command()
     def watch(
-        placement: Annotated[str | None, typer.Option("--placement", help="Only this NS/NAME.")] = None,
-        output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+        topic: Annotated[
+            str,
+            typer.Option(
+                "--topic",
+                "-t",
+                metavar="|".join(_WATCHED),
+                help="What to follow: decision diffs, queue placements, or dead letters (with the rejection reason).",
+            ),
+        ] = DECISIONS,
+        placement: Annotated[
+            str | None,
+            typer.Option(
+                "--placement", metavar="NS/NAME", help="Only this key (a placement, for decisions)."
+            ),
+        ] = None,
+        output: Annotated[
+            str,
+            typer.Option(
+                "--output",
+                "-o",
+                metavar="table|json|yaml",
+                help="One line per record (table), JSON Lines, or YAML documents.",
+            ),
+        ] = "table",
         bootstrap: Bootstrap = None,
         prefix: Prefix = None,
         follow: Annotated[
             bool, typer.Option("--follow/--no-follow", help="Keep watching after catching up.")
         ] = True,
     ) -> None:
-        """Print decision diffs as they are published (history first)."""
+        """Print records of a topic as they are published (history first): decision diffs by default."""
+        if output == "text":  # the name this output had before `table`
+            output = "table"
+        out = parse_output(output)
+        if topic not in _WATCHED:
+            typer.echo(f"error: --topic: expected {', '.join(_WATCHED)}, got {topic!r}", err=True)
+            raise typer.Exit(2)
+        describe = _WATCHED[topic]
         settings = _settings(bootstrap, prefix)
         topics = Topics(settings.topic_prefix)
 
         async def main() -> None:
-            async with BroadcastReader(settings.kafka, [topics.decisions]) as reader:
+            async with BroadcastReader(settings.kafka, [topics.name(topic)]) as reader:
                 while True:
                     batch = await reader.poll()
                     for record in batch.records:
@@ -205,17 +284,12 @@ def register(app: typer.Typer) -> None:
                         value: dict[str, Any] | None = decode_object(record.value)
                         if value is None:
                             continue
-                        if output == "json":
-                            sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+                        if out is Output.JSON:
+                            write_json(value)
+                        elif out is Output.YAML:
+                            write_yaml(value)
                         else:
-                            added = " ".join(f"+{c}" for c in value.get("added", []))
-                            removed = " ".join(f"-{c}" for c in value.get("removed", []))
-                            trig = value.get("trigger") or {}
-                            sys.stdout.write(
-                                f"{value.get('evaluatedAt')} {value.get('placement')} seq={value.get('seq')} "
-                                f"[{trig.get('kind')}:{trig.get('key')}] {added} {removed} "
-                                f"-> {','.join(value.get('decisions', [])) or '(none)'}\n"
-                            )
+                            sys.stdout.write(describe(value) + "\n")
                         sys.stdout.flush()
                     if batch.caught_up and not follow:
                         return

@@ -1,23 +1,32 @@
 """What the Kubernetes API server does to OCM objects before the controller sees them.
 
-`admit(raw)` applies the CRD defaults (spec §1.4: nested defaults only where the parent object is
-present) and the CRD/webhook validation, and returns the defaulted document or raises
-`AdmissionError` naming the object and every offending field. The worker admits every record it
-consumes, so a hand-written Placement on the bus means what it would mean in a cluster (a
-configuration without `weight` has weight 1). `fleetplace simulate` reads objects as written,
-like the controller does, unless asked to admit them (`--admission`).
+`admit(raw)` applies the CRD defaults (a nested default applies only where its parent object is
+present: a policy without `configurations` gets no configuration) and the CRD/webhook validation,
+and returns the defaulted document or raises `AdmissionError` naming the object and every
+offending field. The worker admits every record it consumes, so a hand-written Placement on the
+bus means what it would mean in a cluster (a configuration without `weight` has weight 1), and
+drops the fields no schema knows, as the API server does. `fleetplace publish` and
+`fleetplace simulate` run the same admission (`read_object`), and by default also refuse unknown
+fields and duplicated keys, as `kubectl` does; `simulate --as-written` reads objects as the
+controller would see them without an API server.
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
-from fleetplace.shared.api.objects import ObjectError, object_ref
+from fleetplace.shared.api.fields import API_VERSIONS, unknown_fields
+from fleetplace.shared.api.objects import Document, ObjectError, Validation, Warn, object_ref, parse_object
 
-__all__ = ["AdmissionError", "admit"]
+__all__ = ["AdmissionError", "admit", "check_fields", "read_document", "read_object"]
+
+T = TypeVar("T")
+
+# Told the paths of the fields admission dropped from one object (the worker counts them).
+DroppedFields = Callable[[list[str]], None]
 
 
 class AdmissionError(ObjectError):
@@ -102,6 +111,7 @@ def _check_taint_like(
 def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     kind = doc.get("kind")
+    problems.extend(_api_version(doc))
     spec = _obj(doc.get("spec")) or {}
     status = _obj(doc.get("status")) or {}
     meta = _obj(doc.get("metadata")) or {}
@@ -115,7 +125,7 @@ def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         "Rollout",
     ) and not meta.get("namespace"):
         problems.append(("metadata.namespace", "Required value"))
-    if kind == "ManagedCluster":
+    if kind in ("ManagedCluster", "ClusterTaints"):
         for i, t in enumerate(_list(spec.get("taints"))):
             if isinstance(t, dict):
                 _check_taint_like(t, f"spec.taints[{i}]", problems, taint=True)
@@ -133,7 +143,7 @@ def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         if not spec.get("clusterSet"):
             problems.append(("spec.clusterSet", "Required value"))
         elif spec.get("clusterSet") != meta.get("name"):
-            # the registration webhook forces metadata.name == spec.clusterSet (spec §1.3)
+            # the registration webhook forces metadata.name == spec.clusterSet
             problems.append(("metadata.name", "must equal spec.clusterSet"))
     elif kind == "Placement":
         policy = _obj(spec.get("prioritizerPolicy")) or {}
@@ -220,8 +230,19 @@ def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     return problems
 
 
-def admit(raw: Mapping[str, Any], where: str = "") -> dict[str, Any]:
-    """The defaulted object, or AdmissionError with every problem the API server would report."""
+def _api_version(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """An apiVersion the kind is not served in (an absent one means the kind's current version)."""
+    version, kind = doc.get("apiVersion"), doc.get("kind")
+    served = API_VERSIONS.get(kind) if isinstance(kind, str) else None
+    if version is None or served is None or version in served:
+        return []
+    return [("apiVersion", f"{version!r} does not serve {kind}; expected {' or '.join(served)}")]
+
+
+def admit(raw: Mapping[str, Any], where: str = "", *, dropped: DroppedFields | None = None) -> dict[str, Any]:
+    """The defaulted object, or AdmissionError with every problem the API server would report.
+
+    `dropped`, when given, is told the fields no schema knows (the models ignore them)."""
     kind = raw.get("kind")
     # only Placements and sets get defaults; other kinds are validated without copying
     doc = copy.deepcopy(dict(raw)) if kind in ("Placement", "ManagedClusterSet") else dict(raw)
@@ -232,4 +253,71 @@ def admit(raw: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     problems = _validate(doc)
     if problems:
         raise AdmissionError(where, object_ref(doc), problems)
+    if dropped is not None:
+        unknown = unknown_fields(doc)
+        if unknown:
+            dropped(unknown)
     return doc
+
+
+def check_fields(
+    raw: Mapping[str, Any], where: str, validation: Validation, warn: Warn | None = None
+) -> None:
+    """kubectl's `--validate` for one object: unknown fields and an apiVersion the kind is not
+    served in are an ObjectError (strict), a warning (warn) or nothing (ignore)."""
+    problems = _field_problems(raw, validation, where, warn)
+    if problems:
+        raise ObjectError(where, object_ref(raw), problems)
+
+
+def _field_problems(
+    raw: Mapping[str, Any], validation: Validation, where: str, warn: Warn | None
+) -> list[tuple[str, str]]:
+    """The strict problems (to report with any others), after warning about them when asked."""
+    if validation is Validation.IGNORE:
+        return []
+    problems = [(path, "unknown field") for path in unknown_fields(raw)] + _api_version(raw)
+    if problems and validation is Validation.WARN:
+        if warn is not None:
+            warn(str(ObjectError(where, object_ref(raw), problems)))
+        return []
+    return problems
+
+
+def read_object(
+    raw: Any,
+    where: str,
+    *,
+    admission: bool = True,
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
+) -> tuple[Document, Mapping[str, Any]]:
+    """One document as the product reads user input: fields checked (`validation`), then admitted
+    as the worker admits it (or, without `admission`, taken as written), then parsed.
+
+    Returns the object and the document it was parsed from; raises ObjectError naming every
+    problem of the document."""
+    return read_document(raw, where, parse_object, admission=admission, validation=validation, warn=warn)
+
+
+def read_document(
+    raw: Any,
+    where: str,
+    parse: Callable[[Any, str], T],
+    *,
+    admission: bool = True,
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
+) -> tuple[T, Mapping[str, Any]]:
+    """`read_object` for any kind `admit` knows, parsed by `parse` (which raises ObjectError)."""
+    fields = _field_problems(raw, validation, where, warn) if isinstance(raw, Mapping) else []
+    try:
+        if admission and isinstance(raw, Mapping):
+            raw = admit(raw, where)
+        obj = parse(raw, where)
+    except ObjectError as e:
+        problems = fields + [p for p in e.problems if p not in fields]
+        raise ObjectError(where, e.obj, problems) from None
+    if fields:
+        raise ObjectError(where, object_ref(raw), fields)
+    return obj, raw

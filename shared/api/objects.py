@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+import contextlib
+import enum
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from typing import Any, cast
 
 import orjson
 import yaml
@@ -23,7 +25,16 @@ from fleetplace.shared.api.rollouts import Rollout
 # Every kind a document may be: OCM's objects and fleetplace's own Rollout.
 Document = OcmObject | Rollout
 
-__all__ = ["KINDS", "Document", "ObjectError", "documents_of", "object_ref", "parse_object"]
+__all__ = [
+    "KINDS",
+    "Document",
+    "ObjectError",
+    "Validation",
+    "documents_of",
+    "load_yaml",
+    "object_ref",
+    "parse_object",
+]
 
 KINDS: dict[str, type[Document]] = {
     "ManagedCluster": ManagedCluster,
@@ -85,29 +96,105 @@ def parse_object(raw: Any, where: str = "") -> Document:
         obj: Document = model.__pydantic_validator__.validate_python(raw)
         return obj
     except ValidationError as e:
-        problems = [(_path(err["loc"]), err["msg"]) for err in e.errors()]
-        raise ObjectError(where, object_ref(raw), problems) from None
+        raise ObjectError(where, object_ref(raw), problems_of(e)) from None
 
 
-def documents_of(text: str, where: str) -> Iterator[tuple[str, Any]]:
-    """Every object in a JSON or YAML text: a k8s List, a JSON array, or (multi-document) YAML.
+def problems_of(error: ValidationError) -> list[tuple[str, str]]:
+    """(JSON path, reason) of every error pydantic found."""
+    return [(_path(err["loc"]), err["msg"]) for err in error.errors()]
 
-    Yields (location, document); location names the file and the document index.
-    """
+
+class Validation(enum.StrEnum):
+    """What an unknown field, an unknown apiVersion or a duplicated YAML key is (kubectl's --validate)."""
+
+    STRICT = "strict"  # an error
+    WARN = "warn"  # a warning; the document is used as if the field were not there
+    IGNORE = "ignore"  # nothing
+
+
+Warn = Callable[[str], None]
+
+# libyaml's parser where PyYAML was built with it (about eight times faster on large files), else
+# the pure Python one; both keep line and column in their errors.
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _DuplicateKeys(yaml.constructor.SafeConstructor):
+    """Reports a key given twice in one mapping (YAML forbids it; PyYAML keeps the last silently).
+    The check is in the constructor, which is Python with either parser; `<<` merges are not
+    duplicates."""
+
+    duplicate: Callable[[str], None] | None = None
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
+        keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE]
+        if len(keys) != len(set(keys)) and self.duplicate is not None:
+            seen: set[str] = set()
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
+                    continue
+                if key_node.value in seen:
+                    mark = key_node.start_mark
+                    self.duplicate(
+                        f"line {mark.line + 1}, column {mark.column + 1}: duplicate key {key_node.value!r}"
+                    )
+                seen.add(key_node.value)
+        mapping: dict[Hashable, Any] = super().construct_mapping(node, deep)
+        return mapping
+
+
+class _Loader(_DuplicateKeys, _BaseLoader):  # type: ignore[valid-type,misc]
+    """The safe loader with the duplicate-key check, on libyaml's parser where available."""
+
+
+def load_yaml(
+    text: str, where: str, validation: Validation = Validation.STRICT, warn: Warn | None = None
+) -> list[Any]:
+    """Every non-empty document of a YAML text. A duplicated key is an ObjectError (strict), a
+    warning (warn) or nothing (ignore); a syntax error is an ObjectError with its line and column."""
+
+    def duplicate(message: str) -> None:
+        if validation is Validation.STRICT:
+            raise ObjectError(where, "file", [("", message)])
+        if validation is Validation.WARN and warn is not None:
+            warn(f"{where}: {message}")
+
+    loader: Any = cast(Any, _Loader)(text)  # the parser's constructor takes the text
+    loader.duplicate = duplicate
     try:
-        stripped = text.lstrip()
-        if stripped[:1] in ("{", "["):
-            try:
-                docs = [orjson.loads(text)]
-            except orjson.JSONDecodeError:
-                docs = [d for d in yaml.safe_load_all(text) if d is not None]
-        else:
-            docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = []
+        while loader.check_data():
+            doc = loader.get_data()
+            if doc is not None:
+                docs.append(doc)
+        return docs
     except RecursionError:
         # PyYAML recurses once per nesting level: a hostile document must not end in a traceback
         raise ObjectError(where, "file", [("", "the document nests too deeply to be read")]) from None
     except yaml.YAMLError as e:
-        raise ObjectError(where, "file", [("", f"not valid YAML or JSON: {e}")]) from None
+        message = str(e).replace('"<unicode string>"', where or "the text").replace('"<file>"', where)
+        raise ObjectError(where, "file", [("", f"not valid YAML or JSON: {message}")]) from None
+    finally:
+        loader.dispose()
+
+
+def documents_of(
+    text: str, where: str, validation: Validation = Validation.STRICT, warn: Warn | None = None
+) -> Iterator[tuple[str, Any]]:
+    """Every object in a JSON or YAML text: a k8s List, a JSON array, or (multi-document) YAML.
+
+    Yields (location, document); location names the file and the document index.
+    """
+    stripped = text.lstrip()
+    docs: list[Any] | None = None
+    if stripped[:1] in ("{", "["):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            docs = [orjson.loads(text)]
+    if docs is None:
+        docs = load_yaml(text, where, validation, warn)
     index = 0
     for doc in docs:
         items = doc if isinstance(doc, list) else [doc]

@@ -1,7 +1,8 @@
 """Open Cluster Management resources as OCM serialises them (camelCase JSON/YAML).
 
 The models read objects *as written*: an absent field keeps Go's zero value, because the
-placement controller sees objects that way (spec §1.4, "objects used exactly as written").
+placement controller sees objects that way (it uses objects exactly as written; defaults are the
+API server's business).
 The CRD defaults and the CRD validation an API server would apply live in
 :mod:`fleetplace.shared.api.admission`, applied where objects enter from users (publish, worker ingest).
 """
@@ -120,7 +121,7 @@ class ObjectMeta(_Model):
 
 
 # ---------------------------------------------------------------------------------------------
-# selectors (spec §4.1.1, §4.1.2)
+# selectors
 
 
 class LabelSelectorRequirement(_Model):
@@ -147,7 +148,7 @@ class CelSelector(_Model):
 
 
 # ---------------------------------------------------------------------------------------------
-# ManagedCluster (spec §1.1)
+# ManagedCluster
 
 
 class Taint(_Model):
@@ -184,7 +185,7 @@ class ManagedCluster(_Model):
 
 
 # ---------------------------------------------------------------------------------------------
-# ManagedClusterSet / ManagedClusterSetBinding (spec §1.2, §1.3)
+# ManagedClusterSet / ManagedClusterSetBinding
 
 
 class ManagedClusterSelector(_Model):
@@ -215,7 +216,7 @@ class ManagedClusterSetBinding(_Model):
 
 
 # ---------------------------------------------------------------------------------------------
-# Placement (spec §1.4)
+# Placement
 
 
 class ClusterSelector(_Model):
@@ -273,7 +274,8 @@ class GroupStrategy(_Model):
     decision_groups: Annotated[list[DecisionGroup], BeforeValidator(_null_to_empty_list)] = Field(
         default_factory=list
     )
-    # int-or-string: the integer 3 and the string "3" behave differently (spec §6.1)
+    # int-or-string: the integer 3 is a group size, while the string "3" (no `%`) makes the
+    # placement Misconfigured, as in OCM; both forms are kept as written
     clusters_per_decision_group: GoInt | str | None = None
 
 
@@ -322,7 +324,7 @@ class Placement(_Model):
 
 
 # ---------------------------------------------------------------------------------------------
-# PlacementDecision (spec §1.5)
+# PlacementDecision
 
 
 class ClusterDecision(_Model):
@@ -345,7 +347,7 @@ class PlacementDecision(_Model):
 
 
 # ---------------------------------------------------------------------------------------------
-# AddOnPlacementScore (spec §1.6)
+# AddOnPlacementScore
 
 
 class AddOnPlacementScoreItem(_Model):
@@ -381,3 +383,25 @@ class TaintSet(BaseModel):
     """A record of the taints topic."""
 
     taints: list[Taint] = []
+
+
+# ---------------------------------------------------------------------------------------------
+# fleetplace's own document for the taints topic
+
+
+TAINTS_API_VERSION = "fleetplace.dev/v1alpha1"
+
+
+class ClusterTaintsSpec(_Model):
+    taints: Annotated[list[Taint], BeforeValidator(_null_to_empty_list)] = Field(default_factory=list)
+
+
+class ClusterTaints(_Model):
+    """The taints a taint owner (a health checker, an operator) puts on one cluster, as a document
+    `fleetplace publish` sends to the taints topic: key = metadata.name (the cluster), value =
+    `{"taints": spec.taints}`. They add to the ManagedCluster's own taints (docs/topics.md#taints)."""
+
+    api_version: str = TAINTS_API_VERSION
+    kind: Literal["ClusterTaints"] = "ClusterTaints"
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: ClusterTaintsSpec = Field(default_factory=ClusterTaintsSpec)

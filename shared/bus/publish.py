@@ -1,14 +1,17 @@
 """Input objects → records on the right topic with the right key (what `fleetplace publish` sends).
 
-Everything is read and checked before anything is sent: `plan_records` either
-returns every record or raises PublishInputError naming the file and document.
+Everything is read and checked before anything is sent: `plan_records` either returns every
+record or raises PublishInputError naming every bad file, document and field. An OCM object is
+checked exactly as the scheduler worker admits it (`fleetplace.shared.api.admission`), and
+unknown fields, unknown apiVersions and duplicated YAML keys are errors unless relaxed
+(`Validation`), as with `kubectl apply --validate`.
 """
 
 from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +19,11 @@ from typing import Any
 
 import orjson
 import yaml
+from pydantic import ValidationError
 
+from fleetplace.shared.api.admission import read_document, read_object
+from fleetplace.shared.api.objects import ObjectError, Validation, Warn, load_yaml, object_ref, problems_of
+from fleetplace.shared.api.ocm import ClusterTaints, Placement
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.envelope import new_envelope
 from fleetplace.shared.bus.errors import BusError
@@ -30,6 +37,7 @@ from fleetplace.shared.bus.topics import (
     QUEUE_CONFIGS,
     ROLLOUTS,
     SCORES,
+    TAINTS,
     Topics,
     spec,
 )
@@ -66,14 +74,78 @@ class PlannedRecord:
     value: Mapping[str, Any] | None
 
 
-# kind -> (topic, key needs a namespace)
-_OCM_ROUTES: dict[str, tuple[str, bool]] = {
-    "ManagedCluster": (CLUSTERS, False),
-    "AddOnPlacementScore": (SCORES, True),
-    "ManagedClusterSet": (CLUSTERSETS, False),
-    "ManagedClusterSetBinding": (CLUSTERSETBINDINGS, True),
-    "Placement": (PLACEMENTS, True),
-    "Rollout": (ROLLOUTS, True),
+# Checks one document of a kind (raises ObjectError) and returns the record value to send.
+Check = Callable[[Mapping[str, Any], str, Validation, "Warn | None"], Mapping[str, Any]]
+
+
+def _ocm_object(
+    body: Mapping[str, Any], where: str, validation: Validation, warn: Warn | None
+) -> Mapping[str, Any]:
+    """An OCM object: checked as the scheduler worker admits it, sent as written."""
+    obj, _ = read_object(body, where, admission=True, validation=validation, warn=warn)
+    if isinstance(obj, Placement) and warn is not None:
+        _warn_cel(obj, where, warn)
+    return body
+
+
+def _warn_cel(placement: Placement, where: str, warn: Warn) -> None:
+    """A CEL expression that does not compile is admitted (the API server does not compile it) and
+    makes the placement Misconfigured in the scheduler: worth a warning before sending."""
+    from fleetplace.shared.placement.cel import CelCompileError, compile_cel
+
+    for i, predicate in enumerate(placement.spec.predicates):
+        selector = predicate.required_cluster_selector.cel_selector
+        for j, expression in enumerate(selector.cel_expressions if selector else ()):
+            try:
+                compile_cel(expression)
+            except CelCompileError as exc:
+                path = f"spec.predicates[{i}].requiredClusterSelector.celSelector.celExpressions[{j}]"
+                warn(
+                    f"{where}: Placement {placement.key!r}: {path}: the scheduler will report the "
+                    f"placement Misconfigured: {exc}"
+                )
+
+
+def _cluster_taints(
+    body: Mapping[str, Any], where: str, validation: Validation, warn: Warn | None
+) -> Mapping[str, Any]:
+    """A ClusterTaints document: sent as the taint set the worker reads, `{"taints": [...]}`."""
+    document, _ = read_document(body, where, _parse_cluster_taints, validation=validation, warn=warn)
+    return {
+        "taints": [
+            t.model_dump(mode="json", by_alias=True, exclude_defaults=True) for t in document.spec.taints
+        ]
+    }
+
+
+def _parse_cluster_taints(raw: Any, where: str) -> ClusterTaints:
+    try:
+        return ClusterTaints.model_validate(raw)
+    except ValidationError as e:
+        raise ObjectError(
+            where, object_ref(raw) if isinstance(raw, Mapping) else "document", problems_of(e)
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where documents of one kind go: the topic, whether the key is `namespace/name` (else the
+    name), and the check that also gives the record value."""
+
+    topic: str
+    namespaced: bool
+    check: Check
+
+
+# One entry per publishable kind.
+ROUTES: dict[str, Route] = {
+    "ManagedCluster": Route(CLUSTERS, False, _ocm_object),
+    "AddOnPlacementScore": Route(SCORES, True, _ocm_object),
+    "ManagedClusterSet": Route(CLUSTERSETS, False, _ocm_object),
+    "ManagedClusterSetBinding": Route(CLUSTERSETBINDINGS, True, _ocm_object),
+    "Placement": Route(PLACEMENTS, True, _ocm_object),
+    "ClusterTaints": Route(TAINTS, False, _cluster_taints),
+    "Rollout": Route(ROLLOUTS, True, _ocm_object),
 }
 
 
@@ -110,7 +182,9 @@ def _json_lines(text: str) -> list[Any]:
     return docs
 
 
-def _parse_text(text: str, name: str) -> list[Any]:
+def _parse_text(
+    text: str, name: str, validation: Validation = Validation.STRICT, warn: Warn | None = None
+) -> list[Any]:
     json_error = ""
     if text.lstrip()[:1] in ("{", "["):
         try:
@@ -122,20 +196,20 @@ def _parse_text(text: str, name: str) -> list[Any]:
         except ValueError as exc:
             json_error = f"as JSON Lines: {exc}; "
     try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise PublishInputError(
-            f"{name}: not valid JSON, JSON Lines or YAML: {json_error}as YAML: {exc}"
-        ) from None
-    except RecursionError:
-        # PyYAML recurses once per nesting level: a hostile document must not end in a traceback
-        raise PublishInputError(f"{name}: the document nests too deeply to be read") from None
+        return load_yaml(text, name, validation, warn)
+    except ObjectError as exc:
+        (_, reason), *_ = exc.problems
+        if reason.startswith("not valid YAML"):
+            reason = f"not valid JSON, JSON Lines or YAML: {json_error}as YAML:{reason.partition(':')[2]}"
+        raise PublishInputError(f"{name}: {reason}") from None
 
 
-def documents(text: str, name: str) -> Iterator[Document]:
+def documents(
+    text: str, name: str, validation: Validation = Validation.STRICT, warn: Warn | None = None
+) -> Iterator[Document]:
     """Every document of a YAML (multi-document), JSON (object, array, k8s List) or JSON Lines text."""
     index = 0
-    for doc in _parse_text(text, name):
+    for doc in _parse_text(text, name, validation, warn):
         for item in doc if isinstance(doc, list) else [doc]:
             if (
                 isinstance(item, Mapping)
@@ -150,8 +224,20 @@ def documents(text: str, name: str) -> Iterator[Document]:
                 index += 1
 
 
-def load_documents(paths: Sequence[str]) -> list[Document]:
-    return [doc for path in expand_paths(paths) for doc in documents(read_text(path), path)]
+def load_documents(
+    paths: Sequence[str],
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Document]:
+    """The documents of every file; `progress` is told the count of each file's documents."""
+    docs: list[Document] = []
+    for path in expand_paths(paths):
+        read = list(documents(read_text(path), "<stdin>" if path == "-" else path, validation, warn))
+        docs.extend(read)
+        if progress is not None:
+            progress(len(read))
+    return docs
 
 
 def _metadata_key(doc: Document, kind: str, namespaced: bool) -> str:
@@ -170,8 +256,8 @@ def _metadata_key(doc: Document, kind: str, namespaced: bool) -> str:
 
 
 def partition_key(name: Any) -> str:
-    """YuniKorn's partition name normalisation (queue-placement spec §2.1): empty or any case of
-    `default` is `default`; other names keep their case."""
+    """YuniKorn's partition name normalisation: empty or any case of `default` is `default`;
+    other names keep their case."""
     text = name if isinstance(name, str) else ""
     return "default" if text == "" or text.lower() == "default" else text
 
@@ -225,22 +311,18 @@ def _is_yunikorn_config(body: Any) -> bool:
     return "kind" not in body and isinstance(body.get("partitions"), list)
 
 
-def _validate_ocm(doc: Document) -> None:
-    # The same models the workers decode with: a bad object fails here, not in a dead-letter topic later.
-    from fleetplace.shared.api.objects import ObjectError, parse_object
-
-    try:
-        parse_object(doc.body, doc.where)
-    except ObjectError as exc:
-        raise PublishInputError(str(exc)) from None
-
-
 def plan_document(
-    doc: Document, kind: InputKind = InputKind.AUTO, *, validate: bool = True
+    doc: Document,
+    kind: InputKind = InputKind.AUTO,
+    *,
+    validate: bool = True,
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
 ) -> list[PlannedRecord]:
     """The records for one document, or PublishInputError saying why it cannot be published.
 
-    With `validate`, OCM objects are checked against the API models (skip it for deletes)."""
+    With `validate`, documents are checked as the workers check them (skip it for deletes);
+    `validation` says what an unknown field or apiVersion is."""
     if kind is InputKind.APPLICATION:
         return [_application_record(doc)]
     if kind is InputKind.QUEUE_CONFIG or _is_yunikorn_config(doc.body):
@@ -248,27 +330,45 @@ def plan_document(
     if not isinstance(doc.body, Mapping):
         raise PublishInputError(f"{doc.where}: expected an object, got {type(doc.body).__name__}")
     object_kind = doc.body.get("kind")
-    route = _OCM_ROUTES.get(object_kind) if isinstance(object_kind, str) else None
+    route = ROUTES.get(object_kind) if isinstance(object_kind, str) else None
     if route is None or not isinstance(object_kind, str):
         hint = ""
         if object_kind is None and "applicationID" in doc.body:
             hint = " (an application? use --kind application)"
-        known = ", ".join([*_OCM_ROUTES, "YuniKorn config"])
+        known = ", ".join([*ROUTES, "YuniKorn config"])
         raise PublishInputError(
             f"{doc.where}: unknown kind {object_kind!r}{hint}; publishable kinds: {known}"
         )
-    topic, namespaced = route
-    key = _metadata_key(doc, object_kind, namespaced)
+    key = _metadata_key(doc, object_kind, route.namespaced)
+    value: Mapping[str, Any] = doc.body
     if validate:
-        _validate_ocm(doc)
-    return [PlannedRecord(doc.where, topic, key, doc.body)]
+        try:
+            value = route.check(doc.body, doc.where, validation, warn)
+        except ObjectError as exc:
+            raise PublishInputError(str(exc)) from None
+    return [PlannedRecord(doc.where, route.topic, key, value)]
 
 
 def plan_records(
-    docs: Iterable[Document], kind: InputKind = InputKind.AUTO, *, validate: bool = True
+    docs: Iterable[Document],
+    kind: InputKind = InputKind.AUTO,
+    *,
+    validate: bool = True,
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
 ) -> list[PlannedRecord]:
-    """Plan every document; the first bad one raises, so nothing is sent half-way."""
-    return [record for doc in docs for record in plan_document(doc, kind, validate=validate)]
+    """Plan every document; if any is bad, PublishInputError names every bad one (one per line),
+    so nothing is sent half-way."""
+    records: list[PlannedRecord] = []
+    problems: list[str] = []
+    for doc in docs:
+        try:
+            records.extend(plan_document(doc, kind, validate=validate, validation=validation, warn=warn))
+        except PublishInputError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise PublishInputError("\n".join(problems))
+    return records
 
 
 def to_outgoing(

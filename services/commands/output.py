@@ -1,0 +1,145 @@
+"""What every command shares at the terminal: `-o json|yaml|table`, `-f FILE`, progress on stderr.
+
+Results go to stdout, one JSON object per line (`-o json`) or one YAML document each (`-o yaml`);
+tables are for people and do not wrap names when stdout is not a terminal, so `| grep` sees
+whole lines. Progress bars are drawn on stderr only when it is a terminal: a pipe or a log gets
+nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import orjson
+import typer
+import yaml
+from rich.console import Console
+
+__all__ = [
+    "Bootstrap",
+    "Files",
+    "Output",
+    "Prefix",
+    "ValidateOption",
+    "progress",
+    "table_console",
+    "write_json",
+    "write_yaml",
+]
+
+
+class Output(enum.StrEnum):
+    JSON = "json"
+    YAML = "yaml"
+    TABLE = "table"
+
+
+Files = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--filename",
+        "-f",
+        metavar="FILE",
+        help="A file, directory or - (stdin) to read; repeatable, as with kubectl.",
+        show_default=False,
+    ),
+]
+Bootstrap = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap",
+        "-b",
+        metavar="HOST:PORT",
+        help="Kafka bootstrap servers  \\[default: $KAFKA_BOOTSTRAP_SERVERS]",
+        show_default=False,
+    ),
+]
+Prefix = Annotated[
+    str | None,
+    typer.Option(
+        "--prefix",
+        metavar="PREFIX",
+        help="Topic name prefix; `foo` means `foo.` (topics foo.decisions, …)  "
+        "[default: $FLEETPLACE_TOPIC_PREFIX or fleetplace.]",
+        show_default=False,
+    ),
+]
+ValidateOption = Annotated[
+    str | None,
+    typer.Option(
+        "--validate",
+        metavar="strict|warn|ignore",
+        help="Unknown fields, unknown apiVersions and duplicated YAML keys are errors (strict, the "
+        "default), warnings (warn), or nothing (ignore).",
+        show_default=False,
+    ),
+]
+
+
+def paragraphs(text: str) -> str:
+    """Help text with each paragraph on one line, for the help formatter to wrap to the terminal."""
+    import inspect
+
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(text).split("\n\n"))
+
+
+def normalize_prefix(prefix: str | None) -> str | None:
+    """`foo` and `foo.` name the same topics (`foo.decisions`); the empty prefix stays empty."""
+    if prefix is None or prefix == "" or prefix.endswith((".", "-", "_")):
+        return prefix
+    return prefix + "."
+
+
+def write_json(value: Any) -> None:
+    sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
+
+
+def write_yaml(value: Any) -> None:
+    """One YAML document per value, each starting with `---`."""
+    sys.stdout.write(
+        yaml.dump(
+            orjson.loads(orjson.dumps(value)),  # plain JSON types: no Python tags in the output
+            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+            explicit_start=True,
+            sort_keys=False,
+            allow_unicode=True,
+        )
+    )
+
+
+def table_console() -> Console:
+    """A console for tables: the terminal's width, or, on a pipe, wide enough not to wrap."""
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=100_000, soft_wrap=True)
+    return console
+
+
+@contextmanager
+def progress(description: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
+    """A transient progress bar on stderr when it is a terminal; yields `advance(n)`."""
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda n: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def parse_output(value: str, allowed: tuple[Output, ...] = tuple(Output)) -> Output:
+    try:
+        output = Output(value)
+    except ValueError:
+        output = None
+    if output is None or output not in allowed:
+        typer.echo(f"error: --output: expected {', '.join(allowed)}, got {value!r}", err=True)
+        raise typer.Exit(2)
+    return output
