@@ -148,7 +148,11 @@ class Prioritizer(Protocol):
     scheduler), what it reads, its requeue time, and optionally its shared fast form."""
 
     name: str
-    reads: Reads  # the cluster fields its scores depend on
+
+    @property
+    def reads(self) -> Reads:
+        """The cluster fields its scores depend on."""
+        ...
 
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult: ...
 

@@ -310,13 +310,16 @@ def _requeues(
     ctx: ScheduleContext, plan: Plan, slots: Any, decided: Iterable[str], *, reported: bool = True
 ) -> list[Requeue]:
     """Each filter's and prioritizer's requeue against the clusters `decided`."""
-    found = [f.requeue(ctx, slots, decided) for f in FILTERS]
-    found += [w.prioritizer.requeue(ctx, slots, decided) for w in plan.weighted]
-    return [
-        r if reported or not r.reported else Requeue(r.at, r.trigger, reported=False)
-        for r in found
-        if r is not None
-    ]
+    out: list[Requeue] = []
+    for f in FILTERS:
+        r = f.requeue(ctx, slots, decided)
+        if r is not None:
+            out.append(r if reported or not r.reported else Requeue(r.at, r.trigger, reported=False))
+    for w in plan.weighted:
+        r = w.prioritizer.requeue(ctx, slots, decided)
+        if r is not None:
+            out.append(r if reported or not r.reported else Requeue(r.at, r.trigger, reported=False))
+    return out
 
 
 def _decision_groups(

@@ -15,7 +15,7 @@ asked for, and equal those of `one_by_one`.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 
 import numpy as np
 
@@ -266,7 +266,7 @@ class _Group:
     def patched(self, ctx: ScheduleContext, status: Status) -> Totals:
         """This placement's totals: the base of its keys, patched at its own clusters."""
         fleet = ctx.fleet
-        keys = tuple(f.shared.key(ctx) for f in self.forms)
+        keys = tuple([f.shared.key(ctx) for f in self.forms])
         base = self._base(ctx, keys)
         if base.status is not None:
             if base.status.aborts:
@@ -298,13 +298,13 @@ class _Group:
                         own_totals[k] += form.weight * (values[k] - before[k])
                 ranks = fleet.rank[slots].tolist()
                 own_keys = [packed_key(r, t) for r, t in zip(ranks, own_totals, strict=True)]
-        if base.keys is None or any(abs(t) >= PACKED for t in own_totals):
+        if base.keys is None or (own_totals and (max(own_totals) >= PACKED or min(own_totals) <= -PACKED)):
             return one_by_one(ctx, self.plan, self.slots, status)  # too large to pack
         return _Patched(status, base, self, at, own_totals, own_keys, own_rows)
 
     def _base(self, ctx: ScheduleContext, keys: tuple[Hashable, ...]) -> _Base:
         fleet = ctx.fleet
-        versions = tuple(f.shared.version(fleet) for f in self.forms)
+        versions = tuple([f.shared.version(fleet) for f in self.forms])
         hit = self._bases.get(keys)
         if hit is not None:
             if hit.versions == versions:
@@ -344,35 +344,31 @@ class _Group:
         if old.keys is None:
             return None
         moved: dict[int, dict[str, int]] = {}  # form -> cluster -> its new base score
-        names: set[str] = set()
         for j, form in enumerate(self.forms):
-            if versions[j] == old.versions[j]:
-                continue
-            rebased = form.shared.rebased(fleet, keys[j], old.versions[j])
-            if rebased is None:
-                return None
-            moved[j] = rebased
-            names.update(rebased)
-            if len(names) > MOVED_MAX:
-                return None
+            if versions[j] != old.versions[j]:
+                rebased = form.shared.rebased(fleet, keys[j], old.versions[j])
+                if rebased is None or len(rebased) > MOVED_MAX:
+                    return None
+                moved[j] = rebased
+        names: Iterable[str] = next(iter(moved.values())) if len(moved) == 1 else set().union(*moved.values())
+        rows: dict[int, list[int]] = {j: [] for j in moved}
+        changes = [(self.forms[j].weight, old.rows[j], scores, rows[j]) for j, scores in moved.items()]
         at: list[int] = []
         total: list[int] = []
         rank_keys: list[int] = []
-        rows: dict[int, list[int]] = {j: [] for j in moved}
         rank = fleet.rank
         for name in names:
             slot = fleet.slot_of(name)
             i = self.positions.get(slot) if slot is not None else None
             if i is None or slot is None:
-                continue
+                continue  # not among these candidates
             t = int(old.total[i])
-            for j, scores in moved.items():
-                score = scores.get(name)
-                if score is None:
-                    score = int(old.rows[j][i])
-                t += self.forms[j].weight * (score - int(old.rows[j][i]))
-                rows[j].append(score)
-            if abs(t) >= PACKED:
+            for weight, row, scores, out in changes:
+                before = int(row[i])
+                score = scores.get(name, before)
+                t += weight * (score - before)
+                out.append(score)
+            if t >= PACKED or t <= -PACKED:
                 return None
             at.append(i)
             total.append(t)
@@ -386,9 +382,7 @@ class _Groups:
     def __init__(self) -> None:
         # (lineage, plan) -> (fleet version, score version, now): the group, or None after the
         # first run with these (a state only one run sees is cheaper one prioritizer at a time)
-        self.groups: dict[
-            tuple[Hashable, tuple[tuple[str, int], ...]], tuple[tuple[int, int, float], _Group | None]
-        ] = {}
+        self.groups: dict[tuple[Hashable, str], tuple[tuple[int, int, float], _Group | None]] = {}
 
 
 def _group(ctx: ScheduleContext, plan: Plan, slots: IntArray) -> _Group | None:

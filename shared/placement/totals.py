@@ -41,15 +41,18 @@ class Plan:
     weighted: tuple[Weighted, ...]
     forms: tuple[SharedScores | None, ...]  # aligned with `weighted`
     shareable: bool  # every prioritizer has a shared form
-    # what placements scored alike have in common: (prioritizer name, weight) in order (a
-    # prioritizer's name says what it scores: an AddOn's names its resource and score)
-    signature: tuple[tuple[str, int], ...]
+    # what placements scored alike have in common: "name:weight" of each prioritizer in order
+    # (a prioritizer's name says what it scores: an AddOn's names its resource and score)
+    signature: str
 
 
 def plan_of(weighted: Sequence[Weighted]) -> Plan:
-    forms = tuple(w.prioritizer.shared() for w in weighted)
-    signature = tuple((w.prioritizer.name, w.weight) for w in weighted)
-    return Plan(tuple(weighted), forms, all(f is not None for f in forms), signature)
+    forms: list[SharedScores | None] = []
+    names: list[str] = []
+    for w in weighted:
+        forms.append(w.prioritizer.shared())
+        names.append(f"{w.prioritizer.name}:{w.weight}")
+    return Plan(tuple(weighted), tuple(forms), None not in forms, "|".join(names))
 
 
 class Totals:

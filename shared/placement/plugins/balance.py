@@ -63,7 +63,7 @@ class Balance:
         return None
 
     def shared(self) -> SharedScores | None:
-        return SharedBalance()
+        return SHARED_BALANCE
 
 
 class SharedBalance:
@@ -92,3 +92,6 @@ class SharedBalance:
         assert isinstance(key, int)
         counts = ctx.fleet.decisions.total
         return [balance_score(counts[name] - ctx.own[name], key) for name in own]
+
+
+SHARED_BALANCE = SharedBalance()  # it holds nothing: one for every plan

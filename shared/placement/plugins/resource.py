@@ -26,7 +26,10 @@ class ResourceAllocatable:
     def __init__(self, resource: str) -> None:
         self.resource = resource
         self.name = "ResourceAllocatableCPU" if resource == "cpu" else "ResourceAllocatableMemory"
-        self.reads = Reads(resources=frozenset({resource}))
+
+    @property
+    def reads(self) -> Reads:
+        return Reads(resources=frozenset({self.resource}))
 
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
         fleet = ctx.fleet

@@ -35,7 +35,7 @@ class Steady:
         return None
 
     def shared(self) -> SharedScores | None:
-        return SharedSteady()
+        return SHARED_STEADY
 
 
 class SharedSteady:
@@ -55,3 +55,6 @@ class SharedSteady:
 
     def patch(self, ctx: ScheduleContext, key: Hashable, own: Sequence[str]) -> list[int] | None:
         return [STEADY_SCORE] * len(own)
+
+
+SHARED_STEADY = SharedSteady()  # it holds nothing: one for every plan
