@@ -63,7 +63,7 @@ class ScheduleResult:
         selected: tuple[str, ...],  # rank order
         groups: tuple[DecisionGroupResult, ...],
         pages: tuple[Page, ...],
-        requeues: tuple[Requeue, ...],
+        _requeue_inputs: Any,  # (context, plan, post-filter slots, previous decision, new one or None)
         unscheduled: int,
         conditions: tuple[Condition, ...],
         skipped: str | None = None,  # the run did nothing (disabled, deleting, a broken set)
@@ -83,9 +83,8 @@ class ScheduleResult:
         self.selected = selected
         self.groups = groups
         self.pages = pages
-        self.requeues = requeues  # every plugin's, against the previous and the new decision
-        # OCM's requeueAfter: the reported requeues against the previous decision
-        self.requeue_at = min((r.at for r in requeues if r.reported), default=None)
+        self._requeue_inputs = _requeue_inputs
+        self._requeues: tuple[Requeue, ...] | None = None
         self.unscheduled = unscheduled
         self.conditions = conditions
         self.skipped = skipped
@@ -142,6 +141,30 @@ class ScheduleResult:
         if self._post_names is None:
             self._post_names = tuple(self._slot_names[self._post].tolist()) if self._post is not None else ()
         return self._post_names
+
+    @property
+    def requeues(self) -> tuple[Requeue, ...]:
+        """When time alone will change this run's answer: every plugin's requeue against the
+        previous decision and, when it changed, against the new one (OCM runs the placement again
+        after writing its decision). Worked out on first use from the fleet as it then is: read
+        it before changing the fleet."""
+        if self._requeues is None:
+            if self._requeue_inputs is None:
+                self._requeues = ()
+            else:
+                ctx, plan, slots, before, after = self._requeue_inputs
+                found = _requeues(ctx, plan, slots, before)
+                if after is not None:
+                    found.extend(_requeues(ctx, plan, slots, after, reported=False))
+                self._requeues = tuple(found)
+                self._requeue_inputs = None
+        return self._requeues
+
+    @property
+    def requeue_at(self) -> datetime | None:
+        """OCM's requeueAfter, as a time: the earliest reported requeue (against the previous
+        decision)."""
+        return min((r.at for r in self.requeues if r.reported), default=None)
 
     @property
     def feasible(self) -> int:
@@ -369,7 +392,7 @@ def schedule(
     own = fleet.decisions.own(meta.namespace, meta.name)
 
     def skipped(why: str) -> ScheduleResult:
-        return ScheduleResult(key, now, SUCCESS, (), 0, None, (), (), (), (), (), 0, (), skipped=why)
+        return ScheduleResult(key, now, SUCCESS, (), 0, None, (), (), (), (), None, 0, (), skipped=why)
 
     # deleting or disabled placements are left alone: their decisions stay as they are
     if meta.deletion_timestamp is not None:
@@ -408,7 +431,7 @@ def schedule(
             status = e.status
             slots = EMPTY
 
-    requeues: list[Requeue] = []
+    requeue_from: tuple[str, ...] | None = None  # the previous decision, when the run can requeue
     if plan is None:
         scored = aborted(status)
     else:
@@ -417,7 +440,7 @@ def schedule(
         if status.aborts:
             slots = EMPTY
         else:
-            requeues = _requeues(ctx, plan, slots, own)
+            requeue_from = tuple(own)
     slot_names = fleet.names_snapshot()
     spread: SpreadOutcome | None = None
     spread_detail: str | None = None
@@ -429,7 +452,7 @@ def schedule(
     if status.aborts:
         selected: tuple[str, ...] = ()
         unscheduled = max(n, 0) if n is not None else 0
-        requeues = []
+        requeue_from = None
     else:
         terms = terms_of(placement) if n is not None else []
         if terms and n is not None:  # spread applies only when numberOfClusters is set
@@ -458,10 +481,6 @@ def schedule(
         # group remains, and the status says so (docs/compatibility.md).
         final = Status(Code.MISCONFIGURED, "", group_error)
         selected, selected_totals = (), ()
-    elif plan is not None and set(selected) != own.keys():
-        # OCM runs the placement again after writing its decision, and then requeues from the new
-        # decision: the requeues against the new selection are armed now (not reported)
-        requeues.extend(_requeues(ctx, plan, slots, selected, reported=False))
 
     conditions = (
         misconfigured_condition(final),
@@ -487,7 +506,11 @@ def schedule(
         selected=selected,
         groups=groups,
         pages=pages,
-        requeues=tuple(requeues),
+        _requeue_inputs=(
+            None
+            if requeue_from is None
+            else (ctx, plan, slots, requeue_from, selected if set(selected) != own.keys() else None)
+        ),
         unscheduled=unscheduled,
         conditions=conditions,
         _slot_names=slot_names,
