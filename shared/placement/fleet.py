@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -777,7 +776,3 @@ class Fleet:
 
     def delete_placement(self, key: str) -> None:
         self.placements.pop(key, None)
-
-
-def epoch(t: datetime) -> float:
-    return t.timestamp()
