@@ -40,8 +40,10 @@ MODULES = (
     "fleetplace.shared.placement.plugins.spread",
     "fleetplace.shared.placement.plugins.steady",
     "fleetplace.shared.placement.plugins.taints",
+    "fleetplace.shared.placement.reads",
     "fleetplace.shared.placement.scheduler",
     "fleetplace.shared.placement.selectors",
+    "fleetplace.shared.placement.shared_totals",
     "fleetplace.shared.placement.totals",
     "fleetplace.shared.placement.weights",
 )

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import numpy as np
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
@@ -36,7 +35,8 @@ from fleetplace.shared.api.ocm import (
 from fleetplace.shared.placement import PlacementEngine, ScheduleResult
 from fleetplace.shared.placement.fleet import ClusterInfo, SetSelectorError
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from fleetplace.shared.placement.plugins.taints import requeue_time
+from fleetplace.shared.placement.reads import ClusterChange, Reads
+from fleetplace.shared.placement.scheduler import reads_of
 
 SCHEMA_VERSION = 1
 
@@ -181,7 +181,7 @@ class _Timer:
 
 @dataclass
 class SchedulerOptions:
-    addon_resync_s: float = 300.0  # fleetplace: AddOn placements every 5 minutes (spec §9.1)
+    addon_resync_s: float = 300.0  # placements that read AddOn scores run every 5 minutes (OCM's resync)
     full_resync_s: float = 600.0  # like OCM's informer resync
     engine: EngineOptions = DEFAULT_OPTIONS  # beyond-OCM switches (all off: decisions equal OCM's)
 
@@ -210,16 +210,6 @@ def _status_json(result: ScheduleResult) -> dict[str, Any]:
     }
 
 
-def _addon_resources(p: Placement) -> set[str]:
-    """spec §9.1: AddOn coordinates (type AddOn with addOn present) that score changes trigger."""
-    out = set()
-    for c in p.spec.prioritizer_policy.configurations:
-        sc = c.score_coordinate
-        if sc is not None and sc.type != "BuiltIn" and sc.add_on is not None:
-            out.add(sc.add_on.resource_name)
-    return out
-
-
 _SCORES_CALL = re.compile(r"\bscores\s*\(")
 
 
@@ -229,104 +219,6 @@ def _uses_cel_scores(p: Placement) -> bool:
         if cel is not None and any(_SCORES_CALL.search(e) for e in cel.cel_expressions):
             return True
     return False
-
-
-@dataclass(frozen=True, slots=True)
-class Reads:
-    """Which cluster fields a placement's decision can depend on (beyond set membership and
-    taints, which every placement reads)."""
-
-    label_keys: frozenset[str]
-    claim_keys: frozenset[str]
-    cpu: bool
-    memory: bool
-    cel: bool  # CEL can read any field
-    addon_resources: frozenset[str]  # AddOn coordinates whose score changes requeue it (spec §9.1)
-    addon_scores: tuple[tuple[str, str], ...]  # weighted (resource, score): their validUntil requeues
-
-    @classmethod
-    def of(cls, p: Placement) -> Reads:
-        labels: set[str] = set()
-        claims: set[str] = set()
-        cel = False
-        for pred in p.spec.predicates:
-            sel = pred.required_cluster_selector
-            if sel.label_selector is not None:
-                labels.update(sel.label_selector.match_labels)
-                labels.update(e.key for e in sel.label_selector.match_expressions)
-            if sel.claim_selector is not None:
-                claims.update(e.key for e in sel.claim_selector.match_expressions)
-            if sel.cel_selector is not None and sel.cel_selector.cel_expressions:
-                cel = True
-        for group in p.spec.decision_strategy.group_strategy.decision_groups:
-            sel2 = group.group_cluster_selector
-            if sel2.label_selector is not None:
-                labels.update(sel2.label_selector.match_labels)
-                labels.update(e.key for e in sel2.label_selector.match_expressions)
-            if sel2.claim_selector is not None:
-                claims.update(e.key for e in sel2.claim_selector.match_expressions)
-        for term in p.spec.spread_policy.spread_constraints:
-            (claims if term.topology_key_type == "Claim" else labels).add(term.topology_key)
-        builtins = {
-            c.score_coordinate.built_in
-            for c in p.spec.prioritizer_policy.configurations
-            if c.score_coordinate is not None and c.score_coordinate.add_on is None
-        }
-        return cls(
-            frozenset(labels),
-            frozenset(claims),
-            "ResourceAllocatableCPU" in builtins,
-            "ResourceAllocatableMemory" in builtins,
-            cel,
-            frozenset(_addon_resources(p)),
-            tuple(
-                (c.score_coordinate.add_on.resource_name, c.score_coordinate.add_on.score_name)
-                for c in p.spec.prioritizer_policy.configurations
-                if c.score_coordinate is not None and c.score_coordinate.add_on is not None and c.weight != 0
-            ),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterChange:
-    """What changed in one cluster, in the terms placements read (see `Reads`)."""
-
-    everything: bool = False  # added, deleted, terminating or taints changed
-    label_keys: frozenset[str] = frozenset()
-    claim_keys: frozenset[str] = frozenset()
-    cpu: bool = False
-    memory: bool = False
-    other: bool = False  # any other field (only CEL reads those)
-
-    @property
-    def nothing(self) -> bool:
-        return not (
-            self.everything or self.label_keys or self.claim_keys or self.cpu or self.memory or self.other
-        )
-
-    @classmethod
-    def between(cls, old: ClusterInfo | None, new: ClusterInfo | None) -> ClusterChange:
-        if old is None or new is None or old.terminating != new.terminating or old.taints != new.taints:
-            return cls(everything=True)
-        labels = {k for k in old.labels.keys() | new.labels.keys() if old.labels.get(k) != new.labels.get(k)}
-        claims = {k for k in old.claims.keys() | new.claims.keys() if old.claims.get(k) != new.claims.get(k)}
-        return cls(
-            label_keys=frozenset(labels),
-            claim_keys=frozenset(claims),
-            cpu=old.cpu != new.cpu,
-            memory=old.memory != new.memory,
-            other=old.obj != new.obj,
-        )
-
-    def affects(self, reads: Reads) -> bool:
-        return (
-            self.everything
-            or (reads.cel and (self.other or bool(self.label_keys) or bool(self.claim_keys)))
-            or bool(self.label_keys & reads.label_keys)
-            or bool(self.claim_keys & reads.claim_keys)
-            or (self.cpu and reads.cpu)
-            or (self.memory and reads.memory)
-        )
 
 
 class SchedulerProcessor:
@@ -520,7 +412,7 @@ class SchedulerProcessor:
         if old is not None:
             self._unindex_placement(key, old)
         self._by_namespace.setdefault(p.metadata.namespace, set()).add(key)
-        reads = self._reads[key] = Reads.of(p)
+        reads = self._reads[key] = reads_of(p, self.options.engine)
         if reads.cel:
             self._cel_keys.add(key)
         for res in reads.addon_resources:
@@ -599,7 +491,7 @@ class SchedulerProcessor:
     def _arm(self, key: str, kind: str, at: float) -> None:
         due = self._timer_due.get((key, kind))
         if due is not None and due <= at:
-            return  # repeated delayed adds keep the earliest due time (spec §9.3)
+            return  # a timer armed again keeps its earliest due time
         self._timer_due[(key, kind)] = at
         heapq.heappush(self._timers, _Timer(at, key, kind))
 
@@ -636,25 +528,13 @@ class SchedulerProcessor:
                 self.mark(key, Trigger(kind, key))
 
     def _arm_after(self, key: str, result: ScheduleResult, now: datetime) -> datetime | None:
+        """Arm the requeues the run's plugins asked for (each under its trigger kind) and, for a
+        placement that reads AddOn scores, the periodic resync; returns the earliest requeue."""
         nxt: datetime | None = None
-        if result.requeue_at is not None:
-            self._arm(key, "toleration-expired", result.requeue_at.timestamp())
-            nxt = result.requeue_at
-        reads = self._reads[key]
-        if reads.addon_resources and result._post is not None and len(result._post):
-            ts = now.timestamp()
-            for resource, score in reads.addon_scores:
-                col = self.fleet.score_column(resource, score)
-                if not col.expires:
-                    continue
-                vu = col.valid_until[result._post]
-                upcoming = vu[(vu >= ts) & np.isfinite(vu)]
-                if len(upcoming):
-                    # strictly after validUntil counts as expired (spec §5.5): fire just past it
-                    at = float(upcoming.min()) + 0.001
-                    self._arm(key, "score-expired", at)
-                    t = datetime.fromtimestamp(at, UTC)
-                    nxt = t if nxt is None or t < nxt else nxt
+        for requeue in result.requeues:
+            self._arm(key, requeue.trigger, requeue.at.timestamp())
+            nxt = requeue.at if nxt is None or requeue.at < nxt else nxt
+        if self._reads[key].addon_resources and result.feasible:
             self._arm(key, "resync", now.timestamp() + self.options.addon_resync_s)
         return nxt
 
@@ -716,15 +596,6 @@ class SchedulerProcessor:
                     self._arm(key, "score-rate-limit", due)
                     self.engine.commit(result)
                     return None
-        if result.status.code.value in ("Success", "Warning"):
-            # OCM re-reconciles after its own PD write, which arms the toleration requeue of
-            # newly selected clusters (spec §4.2.1); we arm it from the new decision directly.
-            follow = requeue_time(
-                self.fleet.clusters, dict.fromkeys(decisions, 1), placement.spec.tolerations, now
-            )
-            if follow is not None:
-                self._arm(key, "toleration-expired", follow.timestamp())
-                nxt = follow if nxt is None or follow < nxt else nxt
         old = set(last.decisions) if last is not None and not last.deleted else set()
         new = set(decisions)
         changed = (new - old) | (old - new)

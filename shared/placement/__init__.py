@@ -1,4 +1,6 @@
-"""The OCM placement scheduling engine: pure functions over a Fleet, with `now` passed in."""
+"""The OCM placement scheduling engine: `schedule` decides one placement from a Fleet (the state)
+and `now`, always the same from the same state; `PlacementEngine` applies changes to the Fleet
+and carries decisions forward between runs."""
 
 from fleetplace.shared.placement.engine import PlacementEngine, apply_object, fleet_of
 from fleetplace.shared.placement.fleet import Fleet

@@ -1,4 +1,4 @@
-"""The PlacementMisconfigured and PlacementSatisfied conditions (spec §7.2, §7.3)."""
+"""The PlacementMisconfigured and PlacementSatisfied conditions of a run."""
 
 from __future__ import annotations
 

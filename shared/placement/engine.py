@@ -48,7 +48,7 @@ def delete_object(fleet: Fleet, kind: str, namespace: str, name: str) -> None:
         fleet.delete_binding(namespace, name)
     elif kind == "Placement":
         fleet.delete_placement(f"{namespace}/{name}")
-        # its PlacementDecisions are garbage-collected with it (spec §6.5)
+        # its PlacementDecisions are garbage-collected with it
         for source in fleet.decisions.sources_of(namespace, name):
             fleet.remove_decisions(source)
     elif kind == "PlacementDecision":
@@ -87,7 +87,7 @@ class PlacementEngine:
         return placement is None or prepare(placement, self.fleet, deadline)
 
     def commit(self, result: ScheduleResult) -> None:
-        """Make `result` this placement's current decision (its PDs replaced, spec §6.5)."""
+        """Make `result` this placement's current decision (it replaces all of its PDs)."""
         if result.skipped is not None:
             return
         namespace, _, name = result.placement.partition("/")

@@ -2,10 +2,13 @@
 
 This is the one state store the engine reads. It holds the clusters (one slot each, with the
 per-cluster numbers the prioritizers need as numpy columns), cluster sets, bindings, AddOn
-scores and the current decisions, and keeps derived data incrementally: per-cluster columns are
-computed once per cluster version and shared by every placement; decision counts (Balance) are
-kept as counters rather than re-listed; selector and set-membership results are cached per
-(selector, cluster version). Scheduling never mutates it (see `scheduler.schedule`).
+scores and the current decisions, each change bumping a version (`version` for clusters and
+sets, `score_version` for AddOn scores, `decisions.version` for decisions).
+
+Besides that state it keeps *memos*: what runs derive and share across placements (set
+membership masks, candidate lists, score columns, and each plugin's own tables, reached through
+`memo`). A memo records the versions it was computed at and is recomputed when they moved, so
+scheduling fills memos but never changes the state; `forget_derived` drops them all.
 """
 
 from __future__ import annotations
@@ -13,8 +16,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,16 +43,42 @@ BoolArray = npt.NDArray[np.bool_]
 # Decision writes remembered, so that what Balance derived from the counts can be patched
 # instead of recomputed when a few placements changed their decisions since.
 JOURNAL = 64
-DERIVED_KEPT = 256  # entries per `Fleet.derived` table before it is swept
+DERIVED_KEPT = 256  # entries per `SharedTable` before it is swept
 T = TypeVar("T")
+M = TypeVar("M")
+
+
+class SharedTable(Generic[T]):
+    """One memo of values that placements share: each kept under a key naming what it was derived
+    from (e.g. the candidates' lineage, see `ScheduleContext.lineage`) with the stamp of versions
+    it read; a value whose stamp moved is computed again. A full table is swept whole (most of
+    its entries are then of older versions)."""
+
+    def __init__(self, limit: int = DERIVED_KEPT) -> None:
+        self._entries: dict[Hashable, tuple[Hashable, T]] = {}
+        self._limit = limit
+
+    def get(self, key: Hashable, stamp: Hashable, make: Callable[[], T]) -> T:
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        value = make()
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        self._entries[key] = (stamp, value)
+        return value
+
+    def forget(self, key: Hashable) -> None:
+        self._entries.pop(key, None)
 
 
 class SetSelectorError(Exception):
-    """A ManagedClusterSet whose selector cannot be evaluated (spec §9.5: the sync fails)."""
+    """A ManagedClusterSet whose selector cannot be evaluated: the placement's sync fails and its
+    decisions stay as they are."""
 
 
 def _resource(cluster: ManagedCluster, key: str) -> float | None:
-    """spec §5.4: a cluster has data iff both allocatable and capacity carry the key."""
+    """A cluster has data for a resource iff both its allocatable and its capacity carry the key."""
     alloc = cluster.status.allocatable.get(key)
     if alloc is None or key not in cluster.status.capacity:
         return None
@@ -136,7 +164,7 @@ class ClusterInfo:
     @classmethod
     def of(cls, cluster: ManagedCluster, raw: Mapping[str, Any] | None = None) -> ClusterInfo:
         claims: dict[str, str] = {}
-        for claim in cluster.status.cluster_claims:  # spec §4.1.2: later duplicates overwrite
+        for claim in cluster.status.cluster_claims:  # a later claim of the same name overwrites
             claims[claim.name] = claim.value
         meta = cluster.metadata
         return cls(
@@ -166,7 +194,7 @@ class DecisionStore:
 
     A *source* is one PlacementDecision object (or, in the worker, the whole current decision of
     one placement). Balance counts cluster names over all sources; Steady, NoSelectIfNew and the
-    requeue read the sources of one placement (spec §4.2, §5.2, §5.3).
+    requeue read the sources of one placement.
     """
 
     def __init__(self) -> None:
@@ -283,7 +311,8 @@ class DecisionStore:
         return self._own.get((namespace, placement), {})
 
     def max_count_excluding(self, own: Mapping[str, int]) -> int:
-        """spec §5.2: the highest count over all counted names, this placement's PDs excluded."""
+        """The highest count over all counted names, this placement's own PDs taken out (what
+        Balance normalises by)."""
         if not self._at:
             return 0
         top = max(self._at) if self._top_version != self.version else self._top
@@ -372,7 +401,7 @@ class Fleet:
     _candidates: dict[tuple[str, ...], tuple[int, IntArray]] = field(default_factory=dict)
     _decision_count_version: int = -1
     _names_shared: bool = False
-    cache: dict[Any, Any] = field(default_factory=dict)  # plugin-owned caches keyed by plugin
+    _memos: dict[type, object] = field(default_factory=dict)  # memo class -> its one instance
 
     # ---- slots ----------------------------------------------------------------------------
     def _grow(self) -> None:
@@ -404,7 +433,7 @@ class Fleet:
         which are part of a cluster's own version, stay."""
         self._score_columns.clear()
         self._candidates.clear()
-        self.cache.clear()
+        self._memos.clear()
         for s in self.sets.values():
             s.mask = None
 
@@ -424,22 +453,14 @@ class Fleet:
     def capacity(self) -> int:
         return self._capacity
 
-    def derived(
-        self, table: str, anchor: object, key: Hashable, make: Callable[[], T], limit: int = DERIVED_KEPT
-    ) -> T:
-        """What `make` works out from `anchor` (a candidate array, held and compared by identity)
-        and `key` (the versions and inputs it also depends on), kept in the cache table `table`
-        while the same `anchor` is asked with the same `key`. Placements that share an array share
-        what is derived from it; a full table is swept whole (its entries are of older versions)."""
-        kept: dict[Any, tuple[object, T]] = self.cache.setdefault(table, {})
-        hit = kept.get((id(anchor), key))
-        if hit is not None and hit[0] is anchor:
-            return hit[1]
-        value = make()
-        if len(kept) >= limit:
-            kept.clear()
-        kept[(id(anchor), key)] = (anchor, value)
-        return value
+    def memo(self, kind: type[M]) -> M:
+        """The fleet's one instance of the memo class `kind` (made on first use). A plugin keeps
+        what it derives across placements in a memo class of its own module; each entry carries
+        the versions it is valid for."""
+        found = self._memos.get(kind)
+        if found is None:
+            found = self._memos[kind] = kind()
+        return found  # type: ignore[return-value]  # made by kind() above
 
     def slot_of(self, name: str) -> int | None:
         return self._slot.get(name)
@@ -467,7 +488,7 @@ class Fleet:
 
     @property
     def rank(self) -> IntArray:
-        """Position of each slot in byte-wise name order (ties in scores break by name, §5.6)."""
+        """Position of each slot in byte-wise name order (ties in scores break by name)."""
         if self._rank_version != self._names_version:
             live = [(n, i) for i, n in enumerate(self._names) if n is not None]
             live.sort()
@@ -563,7 +584,8 @@ class Fleet:
                 del self.bindings[namespace]
 
     def set_members(self, name: str) -> BoolArray:
-        """spec §1.2 membership, as a mask over slots (terminating clusters included)."""
+        """The set's members (its exclusive label, or its label selector), as a mask over slots
+        (terminating clusters included)."""
         view = self.sets[name]
         if view.error is not None:
             raise SetSelectorError(view.error)
@@ -593,7 +615,7 @@ class Fleet:
         return mask
 
     def sets_of_cluster(self, labels: Mapping[str, str]) -> list[str]:
-        """The sets a cluster with these labels belongs to (event fan-out, spec §9.1)."""
+        """The sets a cluster with these labels belongs to (for the worker's fan-out)."""
         out = []
         for name, view in self.sets.items():
             if view.error is not None:
@@ -606,7 +628,7 @@ class Fleet:
         return out
 
     def candidates(self, eligible: tuple[str, ...]) -> IntArray:
-        """spec §3.3: union of the eligible sets' members, minus terminating clusters."""
+        """The union of the eligible sets' members, minus terminating clusters."""
         hit = self._candidates.get(eligible)
         if hit is not None and hit[0] == self.version:
             return hit[1]
@@ -624,7 +646,7 @@ class Fleet:
         key = (score.metadata.namespace, score.metadata.name)
         self.scores[key] = score
         until = score.status.valid_until
-        # spec §5.5: the last item of a name wins, as a dict built in order keeps it
+        # the last item of a name wins, as a dict built in order keeps it
         self._score_data[key] = (
             until.timestamp() if until is not None else np.inf,
             {item.name: item.value for item in score.status.scores},
@@ -754,7 +776,3 @@ class Fleet:
 
     def delete_placement(self, key: str) -> None:
         self.placements.pop(key, None)
-
-
-def epoch(t: datetime) -> float:
-    return t.timestamp()

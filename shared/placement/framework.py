@@ -1,12 +1,15 @@
 """The plugin framework: a status, the per-run context, and the Filter/Prioritizer protocols.
 
 Each scheduling concern is one small plugin module (OCM's `pkg/placement/plugins` layout); the
-scheduler is a loop over a filter list and a weighted prioritizer list.
+scheduler is a loop over a filter list and a weighted prioritizer list. A plugin declares what it
+reads of the clusters (`Reads`: the worker re-evaluates a placement when that changes), when time
+alone changes its answer (`requeue`), and a prioritizer may offer a fast form shared across
+placements (`SharedScores`). The prioritizers themselves are listed in `plugins.registry`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -16,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from fleetplace.shared.api.ocm import Placement
-from fleetplace.shared.placement.fleet import Fleet
+from fleetplace.shared.placement.fleet import Fleet, SharedTable
+from fleetplace.shared.placement.reads import Reads
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -56,16 +60,20 @@ class ScheduleContext:
         placement: Placement,
         fleet: Fleet,
         now: datetime,
-        own: Mapping[str, int],  # spec §4.2 "D": this placement's current decisions (name -> count)
+        own: Mapping[str, int],  # this placement's current decisions (name -> count of its PDs naming it)
         options: Any = None,
-        scratch: dict[str, Any] | None = None,
+        lineage: Hashable | None = None,
     ) -> None:
         self.placement = placement
         self.fleet = fleet
         self.now = now
         self.own = own
         self.options = options
-        self.scratch: dict[str, Any] = {} if scratch is None else scratch
+        # what the current candidate array was derived from (the eligible sets, then each filter
+        # that narrowed it alike for every placement), the key under which placements share what
+        # is computed from it; None: the array is this placement's alone
+        self.lineage = lineage
+        self._now_ts: float | None = None
 
     def __repr__(self) -> str:
         meta = self.placement.metadata
@@ -73,19 +81,30 @@ class ScheduleContext:
 
     @property
     def now_ts(self) -> float:
-        ts = self.scratch.get("now_ts")
-        if ts is None:
-            ts = self.now.timestamp()
-            self.scratch["now_ts"] = ts
-        return float(ts)
+        if self._now_ts is None:
+            self._now_ts = self.now.timestamp()
+        return self._now_ts
 
 
 class FilterResult:
-    """What a filter kept (one per filter per run: a plain class)."""
+    """What a filter kept (one per filter per run: a plain class). A filter that keeps every
+    candidate returns the array it was given; one that narrows it alike for every placement
+    (the same array for the same input) names it by a `lineage` (see `ScheduleContext.lineage`)."""
 
-    def __init__(self, slots: IntArray, status: Status = SUCCESS) -> None:
+    def __init__(self, slots: IntArray, status: Status = SUCCESS, lineage: Hashable | None = None) -> None:
         self.slots = slots
         self.status = status
+        self.lineage = lineage
+
+
+@dataclass(frozen=True, slots=True)
+class Requeue:
+    """When a plugin's verdict or score changes by the passage of time alone, so that the
+    placement must run again then."""
+
+    at: datetime
+    trigger: str  # the DecisionDiff trigger kind of that run ("toleration-expired", "score-expired")
+    reported: bool = True  # part of OCM's requeueAfter; False: a timer fleetplace adds beyond OCM
 
 
 class Filter(Protocol):
@@ -95,6 +114,15 @@ class Filter(Protocol):
 
     def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
         """Why this filter rejects the cluster (None: it passes). For explanations only."""
+        ...
+
+    def reads(self, placement: Placement) -> Reads:
+        """The cluster fields this placement's verdicts depend on."""
+        ...
+
+    def requeue(self, ctx: ScheduleContext, slots: IntArray, decided: Iterable[str]) -> Requeue | None:
+        """When time alone changes this filter's verdicts, judged against the clusters `decided`
+        (the placement's decision of that run); `slots` are the post-filter clusters."""
         ...
 
 
@@ -116,6 +144,97 @@ class ScoreResult:
 
 
 class Prioritizer(Protocol):
+    """One score coordinate's plugin: raw scores of the post-filter clusters (weighted by the
+    scheduler), what it reads, its requeue time, and optionally its shared fast form."""
+
     name: str
 
+    @property
+    def reads(self) -> Reads:
+        """The cluster fields its scores depend on."""
+        ...
+
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult: ...
+
+    def requeue(self, ctx: ScheduleContext, slots: IntArray, decided: Iterable[str]) -> Requeue | None:
+        """As `Filter.requeue`; most prioritizers have none."""
+        ...
+
+    def shared(self) -> SharedScores | None:
+        """The fast form used when every prioritizer of a placement has one (see `totals`);
+        None: scored one placement at a time."""
+        ...
+
+
+class SharedScores(Protocol):
+    """A prioritizer whose scores are a *base* that every placement with the same candidates and
+    the same `key` shares, differing for a placement only at the clusters it already decided.
+
+    `base` is computed once per candidates, key and state; `patch` gives one placement's scores at
+    its own clusters; `rebased` says which base scores moved when the state the base reads
+    beyond the fleet (`version`) changed, so that a base is patched instead of rebuilt.
+    `totals.py` holds every use of it to `score` run one placement at a time."""
+
+    def key(self, ctx: ScheduleContext) -> Hashable:
+        """What the base depends on besides the candidates and the state (0 when nothing)."""
+        ...
+
+    def version(self, fleet: Fleet) -> int:
+        """The version of what the base reads besides the fleet, the scores and `now`."""
+        ...
+
+    def base(self, ctx: ScheduleContext, slots: IntArray, key: Hashable) -> ScoreResult: ...
+
+    def rebased(self, fleet: Fleet, key: Hashable, since: int) -> dict[str, int] | None:
+        """The clusters whose base score may have changed since `version` was `since`, with their
+        base score now; None when that is unknown (the base is rebuilt)."""
+        ...
+
+    def patch(self, ctx: ScheduleContext, key: Hashable, own: Sequence[str]) -> list[int] | None:
+        """This placement's scores at its own clusters `own`; None: the base's."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementIndependent:
+    """The shared form of a prioritizer whose scores do not depend on the placement at all (the
+    same for every placement with these candidates): its base is its scores."""
+
+    prioritizer: Prioritizer
+
+    def key(self, ctx: ScheduleContext) -> Hashable:
+        return 0
+
+    def version(self, fleet: Fleet) -> int:
+        return 0
+
+    def base(self, ctx: ScheduleContext, slots: IntArray, key: Hashable) -> ScoreResult:
+        return independent_score(self.prioritizer, ctx, slots)
+
+    def rebased(self, fleet: Fleet, key: Hashable, since: int) -> dict[str, int] | None:
+        return {}
+
+    def patch(self, ctx: ScheduleContext, key: Hashable, own: Sequence[str]) -> list[int] | None:
+        return None
+
+
+class _IndependentScores:
+    """Scores of placement-independent prioritizers, shared by every placement with the same
+    candidates while the fleet, the AddOn scores and `now` stay."""
+
+    def __init__(self) -> None:
+        # (candidates' lineage, prioritizer name) -> its scores
+        self.scores: SharedTable[ScoreResult] = SharedTable(SHARED_SCORES_KEPT)
+
+
+SHARED_SCORES_KEPT = 4096
+
+
+def independent_score(prioritizer: Prioritizer, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
+    """`prioritizer.score`, shared with every placement whose candidates have the same lineage."""
+    if ctx.lineage is None:
+        return prioritizer.score(ctx, slots)
+    fleet = ctx.fleet
+    stamp = (fleet.version, fleet.score_version, ctx.now_ts)
+    kept = fleet.memo(_IndependentScores).scores
+    return kept.get((ctx.lineage, prioritizer.name), stamp, lambda: prioritizer.score(ctx, slots))

@@ -1,4 +1,9 @@
-"""Decision groups and PlacementDecision pages (spec §6)."""
+"""Decision groups and PlacementDecision pages.
+
+Each configured group takes the selected clusters its selector matches and not taken by an
+earlier group; the rest form the unnamed group. A group larger than clustersPerDecisionGroup
+(a count or a percentage of the selection, rounded up) is split into several.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from fleetplace.shared.api.ocm import GroupStrategy
+from fleetplace.shared.api.ocm import GroupStrategy, Placement
 from fleetplace.shared.placement.fleet import ClusterInfo
+from fleetplace.shared.placement.reads import Reads
 from fleetplace.shared.placement.selectors import (
     EVERYTHING,
     CompiledSelector,
@@ -100,7 +106,9 @@ def go_parse_float(text: str) -> float:
 
 
 def group_length(value: int | str | None, total: int) -> int:
-    """spec §6.1; raises GroupError with the Misconfigured message."""
+    """The size of a decision group: clustersPerDecisionGroup as a count or a percentage of
+    `total` (rounded up); absent, not positive or above `total` means `total`. Raises GroupError
+    with the Misconfigured message."""
     if value is None:
         length = 0
     elif isinstance(value, int):
@@ -131,7 +139,7 @@ def build_groups(
 ) -> tuple[list[DecisionGroupResult], str | None]:
     """(groups, Misconfigured message or None). On a bad selector the groups built so far stay.
 
-    Clusters are ordered by name inside a group (spec §6.2), or by score then name when
+    Clusters are ordered by name inside a group, or by score then name when
     `scores` is given (`sortBy: Score`, beyond OCM).
     """
     total = len(selected)
@@ -178,10 +186,25 @@ def build_groups(
 
 
 def paginate(placement_name: str, groups: Sequence[DecisionGroupResult]) -> list[Page]:
-    """spec §6.3: pages of 100 per group, one running counter from 1."""
+    """PlacementDecision pages: 100 clusters at most per page, a group's clusters never sharing a
+    page with another group's, named `<placement>-decision-<n>` with one counter from 1."""
     pages: list[Page] = []
     for g in groups:
         chunks = [g.clusters[i : i + PAGE_SIZE] for i in range(0, len(g.clusters), PAGE_SIZE)] or [()]
         for c in chunks:
             pages.append(Page(f"{placement_name}-decision-{len(pages) + 1}", g.name, g.index, tuple(c)))
     return pages
+
+
+def group_reads(placement: Placement) -> Reads:
+    """The label and claim keys the decision groups' selectors read."""
+    labels: set[str] = set()
+    claims: set[str] = set()
+    for group in placement.spec.decision_strategy.group_strategy.decision_groups:
+        sel = group.group_cluster_selector
+        if sel.label_selector is not None:
+            labels.update(sel.label_selector.match_labels)
+            labels.update(e.key for e in sel.label_selector.match_expressions)
+        if sel.claim_selector is not None:
+            claims.update(e.key for e in sel.claim_selector.match_expressions)
+    return Reads(label_keys=frozenset(labels), claim_keys=frozenset(claims))

@@ -1,8 +1,13 @@
-"""One scheduling run of one placement (spec §2 steps 3–8): pure over a Fleet and `now`."""
+"""One scheduling run of one placement: eligible sets → candidates → filters → prioritizers →
+selection → decision groups → status.
+
+A run reads the Fleet and `now` only and decides the same from the same state; it fills the
+fleet's memos (what runs share across placements) but never changes the fleet's state.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,16 +21,19 @@ from fleetplace.shared.placement.framework import (
     SUCCESS,
     Code,
     Filter,
+    Requeue,
     ScheduleContext,
     Status,
 )
-from fleetplace.shared.placement.groups import DecisionGroupResult, Page, build_groups, paginate
+from fleetplace.shared.placement.groups import DecisionGroupResult, Page, build_groups, group_reads, paginate
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from fleetplace.shared.placement.plugins.predicate import PredicateFilter, forget_compiled, warm_predicates
-from fleetplace.shared.placement.plugins.spread import SpreadOutcome, spread_select, terms_of
-from fleetplace.shared.placement.plugins.taints import TaintTolerationFilter, requeue_time
-from fleetplace.shared.placement.totals import EMPTY, Plan, Totals, aborted, plan_of, totals
-from fleetplace.shared.placement.weights import WeightError, resolve
+from fleetplace.shared.placement.plugins.spread import SpreadOutcome, spread_reads, spread_select, terms_of
+from fleetplace.shared.placement.plugins.taints import TaintTolerationFilter
+from fleetplace.shared.placement.reads import Reads
+from fleetplace.shared.placement.shared_totals import totals
+from fleetplace.shared.placement.totals import EMPTY, Plan, Totals, aborted, plan_of
+from fleetplace.shared.placement.weights import WeightError, prioritizer_reads, resolve
 
 FILTERS: tuple[Filter, ...] = (PredicateFilter(), TaintTolerationFilter())
 # the debugger's names of the filter pipeline after each filter: "Predicate", "Predicate,TaintToleration"
@@ -55,7 +63,7 @@ class ScheduleResult:
         selected: tuple[str, ...],  # rank order
         groups: tuple[DecisionGroupResult, ...],
         pages: tuple[Page, ...],
-        requeue_at: datetime | None,
+        _requeue_inputs: Any,  # (context, plan, post-filter slots, previous decision, new one or None)
         unscheduled: int,
         conditions: tuple[Condition, ...],
         skipped: str | None = None,  # the run did nothing (disabled, deleting, a broken set)
@@ -75,7 +83,8 @@ class ScheduleResult:
         self.selected = selected
         self.groups = groups
         self.pages = pages
-        self.requeue_at = requeue_at
+        self._requeue_inputs = _requeue_inputs
+        self._requeues: tuple[Requeue, ...] | None = None
         self.unscheduled = unscheduled
         self.conditions = conditions
         self.skipped = skipped
@@ -100,7 +109,7 @@ class ScheduleResult:
 
     @property
     def available(self) -> tuple[str, ...]:
-        """Clusters of the eligible sets, terminating ones excluded (spec §3.3)."""
+        """Clusters of the eligible sets, terminating ones excluded."""
         if self._available_names is None:
             self._available_names = (
                 tuple(self._slot_names[self._available].tolist()) if self._available is not None else ()
@@ -132,6 +141,35 @@ class ScheduleResult:
         if self._post_names is None:
             self._post_names = tuple(self._slot_names[self._post].tolist()) if self._post is not None else ()
         return self._post_names
+
+    @property
+    def requeues(self) -> tuple[Requeue, ...]:
+        """When time alone will change this run's answer: every plugin's requeue against the
+        previous decision and, when it changed, against the new one (OCM runs the placement again
+        after writing its decision). Worked out on first use from the fleet as it then is: read
+        it before changing the fleet."""
+        if self._requeues is None:
+            if self._requeue_inputs is None:
+                self._requeues = ()
+            else:
+                ctx, plan, slots, before, after = self._requeue_inputs
+                found = _requeues(ctx, plan, slots, before)
+                if after is not None:
+                    found.extend(_requeues(ctx, plan, slots, after, reported=False))
+                self._requeues = tuple(found)
+                self._requeue_inputs = None
+        return self._requeues
+
+    @property
+    def requeue_at(self) -> datetime | None:
+        """OCM's requeueAfter, as a time: the earliest reported requeue (against the previous
+        decision)."""
+        return min((r.at for r in self.requeues if r.reported), default=None)
+
+    @property
+    def feasible(self) -> int:
+        """How many clusters passed the filters (0 when the run aborted)."""
+        return len(self._post) if self._post is not None else 0
 
     @property
     def decisions(self) -> tuple[str, ...]:
@@ -203,7 +241,8 @@ class ScheduleResult:
 
 
 def _eligible(placement: Placement, fleet: Fleet) -> tuple[int, tuple[str, ...]]:
-    """spec §3.1–3.2: valid bindings, intersected with spec.clusterSets when given."""
+    """The sets bound to the placement's namespace that exist, intersected with spec.clusterSets
+    when given; and how many bound sets exist."""
     ns_bindings = fleet.bindings.get(placement.metadata.namespace, {})
     bound = {name for name in ns_bindings if name in fleet.sets}
     wanted = placement.spec.cluster_sets
@@ -211,20 +250,39 @@ def _eligible(placement: Placement, fleet: Fleet) -> tuple[int, tuple[str, ...]]
     return len(bound), tuple(sorted(eligible))
 
 
+class _PlacementMemo:
+    """What is worked out once per Placement object (and engine options), by placement key."""
+
+    def __init__(self) -> None:
+        self.plans: dict[str, tuple[Placement, EngineOptions, Plan]] = {}
+        # what the Placement object alone decides of a run, and whether it reads other
+        # placements' decisions (see `run_signature`)
+        self.signatures: dict[str, tuple[Placement, EngineOptions, tuple[Any, ...], bool]] = {}
+
+
 def _plan(placement: Placement, fleet: Fleet, options: EngineOptions) -> Plan:
     """The weighted prioritizers, resolved once per Placement object (they are stateless)."""
-    key = ("weights", placement.key)
-    hit = fleet.cache.get(key)
+    plans = fleet.memo(_PlacementMemo).plans
+    hit = plans.get(placement.key)
     if hit is not None and hit[0] is placement and hit[1] == options:
-        plan: Plan = hit[2]
-        return plan
+        return hit[2]
     try:
         plan = plan_of(resolve(placement.spec.prioritizer_policy, options))
     except WeightError:
-        fleet.cache.pop(key, None)
+        plans.pop(placement.key, None)
         raise
-    fleet.cache[key] = (placement, options, plan)
+    plans[placement.key] = (placement, options, plan)
     return plan
+
+
+def reads_of(placement: Placement, options: EngineOptions | None = None) -> Reads:
+    """Which cluster fields this placement's decision can depend on, beyond set membership,
+    terminating and taints (which every placement reads): what its filters, its spread terms, its
+    decision groups and its prioritizers declare."""
+    reads = prioritizer_reads(placement.spec.prioritizer_policy, options or DEFAULT_OPTIONS)
+    for f in FILTERS:
+        reads = reads | f.reads(placement)
+    return reads | spread_reads(placement) | group_reads(placement)
 
 
 def run_signature(
@@ -239,16 +297,17 @@ def run_signature(
     version (clusters, their taints and sets) and the score version (AddOn scores); the names of
     the namespace's bindings (unversioned, so listed); the placement's own decisions (Steady,
     NoSelectIfNew tolerations, requeue); every placement's decision counts — as the decisions
-    version — only when Balance is configured; `now` and the engine options."""
+    version — only when a prioritizer reads them (Balance); `now` and the engine options."""
     meta = placement.metadata
     options = options or DEFAULT_OPTIONS
-    cache_key = ("run-signature", placement.key)
-    hit = fleet.cache.get(cache_key)
+    signatures = fleet.memo(_PlacementMemo).signatures
+    hit = signatures.get(placement.key)
     if hit is None or hit[0] is not placement or hit[1] != options:
         try:
-            balance = _plan(placement, fleet, options).balance is not None
+            plan = _plan(placement, fleet, options)
+            others = any(w.prioritizer.reads.other_decisions for w in plan.weighted)
         except WeightError:
-            balance = False  # the run aborts before any prioritizer reads the decisions
+            others = False  # the run aborts before any prioritizer reads the decisions
         # what the Placement object alone decides, worked out once per object
         alone = (
             meta.namespace,
@@ -257,17 +316,33 @@ def run_signature(
             meta.annotations.get(DISABLE_ANNOTATION) == "true",
             options,
         )
-        hit = fleet.cache[cache_key] = (placement, options, alone, balance)
-    _, _, alone, balance = hit
+        hit = signatures[placement.key] = (placement, options, alone, others)
+    _, _, alone, others = hit
     return (
         alone,
         fleet.version,
         fleet.score_version,
         frozenset(fleet.bindings.get(meta.namespace, ())),
         frozenset(fleet.decisions.own(meta.namespace, meta.name).items()),
-        fleet.decisions.version if balance else None,
+        fleet.decisions.version if others else None,
         now,
     )
+
+
+def _requeues(
+    ctx: ScheduleContext, plan: Plan, slots: Any, decided: Iterable[str], *, reported: bool = True
+) -> list[Requeue]:
+    """Each filter's and prioritizer's requeue against the clusters `decided`."""
+    out: list[Requeue] = []
+    for f in FILTERS:
+        r = f.requeue(ctx, slots, decided)
+        if r is not None:
+            out.append(r if reported or not r.reported else Requeue(r.at, r.trigger, reported=False))
+    for w in plan.weighted:
+        r = w.prioritizer.requeue(ctx, slots, decided)
+        if r is not None:
+            out.append(r if reported or not r.reported else Requeue(r.at, r.trigger, reported=False))
+    return out
 
 
 def _decision_groups(
@@ -283,8 +358,9 @@ def _decision_groups(
 
 def forget(fleet: Fleet, key: str) -> None:
     """Drop what is kept for one placement across schedules (it was deleted)."""
-    fleet.cache.pop(("weights", key), None)
-    fleet.cache.pop(("run-signature", key), None)
+    memo = fleet.memo(_PlacementMemo)
+    memo.plans.pop(key, None)
+    memo.signatures.pop(key, None)
     forget_compiled(fleet, key)
 
 
@@ -318,7 +394,7 @@ def schedule(
     def skipped(why: str) -> ScheduleResult:
         return ScheduleResult(key, now, SUCCESS, (), 0, None, (), (), (), (), None, 0, (), skipped=why)
 
-    # spec §9.2: deleting or disabled placements are left alone
+    # deleting or disabled placements are left alone: their decisions stay as they are
     if meta.deletion_timestamp is not None:
         return skipped("deleting")
     if meta.annotations.get(DISABLE_ANNOTATION) == "true":
@@ -327,10 +403,10 @@ def schedule(
     bindings, eligible = _eligible(placement, fleet)
     try:
         slots = fleet.candidates(eligible)
-    except SetSelectorError as error:  # spec §9.5: the sync fails, nothing is written
+    except SetSelectorError as error:  # the sync fails, nothing is written
         return skipped(f"cluster set selector: {error}")
     available = slots
-    ctx = ScheduleContext(placement, fleet, now, own, options)
+    ctx = ScheduleContext(placement, fleet, now, own, options, lineage=("candidates", eligible))
 
     status = SUCCESS
     filtered: list[tuple[str, Any]] = []
@@ -340,6 +416,8 @@ def schedule(
             status = result.status
             slots = EMPTY
             break
+        if result.slots is not slots:
+            ctx.lineage = result.lineage
         slots = result.slots
         filtered.append((pipeline, slots))
         if result.status.code is Code.WARNING:
@@ -353,6 +431,7 @@ def schedule(
             status = e.status
             slots = EMPTY
 
+    requeue_from: tuple[str, ...] | None = None  # the previous decision, when the run can requeue
     if plan is None:
         scored = aborted(status)
     else:
@@ -360,6 +439,8 @@ def schedule(
         status = scored.status
         if status.aborts:
             slots = EMPTY
+        else:
+            requeue_from = tuple(own)
     slot_names = fleet.names_snapshot()
     spread: SpreadOutcome | None = None
     spread_detail: str | None = None
@@ -371,13 +452,11 @@ def schedule(
     if status.aborts:
         selected: tuple[str, ...] = ()
         unscheduled = max(n, 0) if n is not None else 0
-        requeue = None
-        if status.code is Code.MISCONFIGURED:
-            unscheduled = max(n, 0) if n is not None else 0
+        requeue_from = None
     else:
         terms = terms_of(placement) if n is not None else []
         if terms and n is not None:  # spread applies only when numberOfClusters is set
-            spread = spread_select(fleet, slots, scored.keys, n, terms)
+            spread = spread_select(fleet, slots, scored.keys, n, terms, ctx.lineage)
             chosen = np.asarray(spread.chosen, dtype=np.int64)
             selected = tuple(slot_names[slots[chosen]].tolist())
             selected_totals = tuple(scored.totals[chosen].tolist())
@@ -388,10 +467,6 @@ def schedule(
             selected = tuple(slot_names[slots[top]].tolist())
             selected_totals = tuple(scored.totals_of(top))
         unscheduled = (n - len(selected)) if n is not None else 0
-        # only tainted clusters can requeue: the earliest expiry among the own ones
-        requeue = requeue_time(
-            fleet.clusters, fleet.tainted_names.intersection(own), placement.spec.tolerations, now
-        )
 
     by_score = None
     if placement.spec.sort_by == "Score" and selected:
@@ -401,7 +476,7 @@ def schedule(
     groups, group_error, pages = _decision_groups(placement, fleet, selected, by_score)
     final = status
     if group_error is not None:
-        # OCM deletes every PD here yet reports the selection as scheduled (spec §7.4). We treat
+        # OCM deletes every PD here yet reports the selection as scheduled. We treat
         # it like every other misconfiguration instead: the selection is emptied, one empty
         # group remains, and the status says so (docs/compatibility.md).
         final = Status(Code.MISCONFIGURED, "", group_error)
@@ -431,7 +506,11 @@ def schedule(
         selected=selected,
         groups=groups,
         pages=pages,
-        requeue_at=requeue,
+        _requeue_inputs=(
+            None
+            if requeue_from is None
+            else (ctx, plan, slots, requeue_from, selected if set(selected) != own.keys() else None)
+        ),
         unscheduled=unscheduled,
         conditions=conditions,
         _slot_names=slot_names,

@@ -1,4 +1,4 @@
-"""Kubernetes label selectors, as placements, cluster sets and decision groups use them (spec §4.1.1).
+"""Kubernetes label selectors, as placements, cluster sets and decision groups use them.
 
 A selector is compiled once into requirements; compiling reports the same errors, in the same
 order, as `metav1.LabelSelectorAsSelector`, because the error text becomes the

@@ -1,19 +1,19 @@
-"""Prioritizer weights for Additive and Exact modes, and their instantiation (spec §5.1)."""
+"""Prioritizer weights for Additive and Exact modes, and their instantiation.
+
+Additive mode starts from Balance and Steady at weight 1 (and the PreferNoSelect penalty when the
+engine options switch it on) and lets the configurations add to or override them; Exact mode uses
+the configurations alone. A coordinate configured with weight 0 is never instantiated.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleetplace.shared.api.ocm import PrioritizerPolicy
+from fleetplace.shared.api.ocm import PrioritizerPolicy, ScoreCoordinate
 from fleetplace.shared.placement.framework import Code, Prioritizer, Status
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from fleetplace.shared.placement.plugins.addon import AddOnScore
-from fleetplace.shared.placement.plugins.balance import Balance
-from fleetplace.shared.placement.plugins.prefer_no_select import PreferNoSelectPenalty
-from fleetplace.shared.placement.plugins.resource import ResourceAllocatable
-from fleetplace.shared.placement.plugins.steady import Steady
-
-BUILT_INS = ("Balance", "Steady", "ResourceAllocatableCPU", "ResourceAllocatableMemory")
+from fleetplace.shared.placement.plugins import registry
+from fleetplace.shared.placement.reads import NOTHING, Reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,20 +26,6 @@ class WeightError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.status = Status(Code.MISCONFIGURED, "", message)
-
-
-def _builtin(name: str, options: EngineOptions) -> Prioritizer | None:
-    if name == "Balance":
-        return Balance()
-    if name == "Steady":
-        return Steady()
-    if name == "ResourceAllocatableCPU":
-        return ResourceAllocatable("cpu")
-    if name == "ResourceAllocatableMemory":
-        return ResourceAllocatable("memory")
-    if name == "TaintToleration" and options.prefer_no_select == "penalize":
-        return PreferNoSelectPenalty()
-    return None
 
 
 def resolve(policy: PrioritizerPolicy, options: EngineOptions = DEFAULT_OPTIONS) -> list[Weighted]:
@@ -66,12 +52,36 @@ def resolve(policy: PrioritizerPolicy, options: EngineOptions = DEFAULT_OPTIONS)
         if weight == 0:
             continue  # never instantiated, so never an error
         if ctype == "BuiltIn":
-            p = _builtin(builtin, options)
+            p = registry.built_in(builtin, options)
             if p is None:
                 raise WeightError(f"incorrect builtin prioritizer: {builtin}")
         elif addon is None:
             raise WeightError("addOn should not be empty")
         else:
-            p = AddOnScore(addon[0], addon[1])
+            p = registry.addon(addon[0], addon[1])
         out.append(Weighted(p, weight))
     return out
+
+
+def _coordinate_reads(coord: ScoreCoordinate, options: EngineOptions) -> Reads:
+    if coord.type == "BuiltIn":
+        p = registry.built_in(coord.built_in, options)
+        return NOTHING if p is None else p.reads
+    if coord.add_on is not None:
+        return registry.addon(coord.add_on.resource_name, coord.add_on.score_name).reads
+    return NOTHING
+
+
+def prioritizer_reads(policy: PrioritizerPolicy, options: EngineOptions = DEFAULT_OPTIONS) -> Reads:
+    """What the configured prioritizers read of the clusters, whatever their weight (so that
+    a misconfigured or zero-weighted coordinate is read as it will be once fixed)."""
+    reads = NOTHING
+    try:
+        for w in resolve(policy, options):  # the Additive mode's defaults among them
+            reads = reads | w.prioritizer.reads
+    except WeightError:
+        pass  # the run stops before any prioritizer reads anything
+    for config in policy.configurations:
+        if config.score_coordinate is not None:
+            reads = reads | _coordinate_reads(config.score_coordinate, options)
+    return reads

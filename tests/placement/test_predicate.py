@@ -157,8 +157,10 @@ def test_placements_with_the_same_predicates_share_one_survivor_array_while_the_
 
     def survivors(name: str) -> object:
         p = fleet.placements[f"{NS}/{name}"]
-        slots = fleet.candidates(_eligible(p, fleet)[1])
-        return PredicateFilter().filter(ScheduleContext(p, fleet, NOW, {}), slots).slots
+        eligible = _eligible(p, fleet)[1]
+        slots = fleet.candidates(eligible)
+        ctx = ScheduleContext(p, fleet, NOW, {}, lineage=("candidates", eligible))
+        return PredicateFilter().filter(ctx, slots).slots
 
     first, second = survivors("a"), survivors("b")
     assert first is second

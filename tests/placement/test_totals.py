@@ -1,4 +1,5 @@
-"""The shared-base totals (`shared/placement/totals.py`) equal running every prioritizer one by one.
+"""The shared-base totals (`shared/placement/shared_totals.py`) equal OCM's rule run one
+prioritizer at a time (`totals.one_by_one`).
 
 Placements with random Balance/Steady/resource/AddOn weights (Balance twice, zero and negative
 weights included) are evaluated and committed in rounds, so that the base is reused across
@@ -15,13 +16,14 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import fleetplace.shared.placement.totals as totals_module
+import fleetplace.shared.placement.shared_totals as totals_module
 from fleetplace.shared.api.objects import parse_object
 from fleetplace.shared.placement import PlacementEngine, apply_object
 from fleetplace.shared.placement.framework import SUCCESS, ScheduleContext
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS
 from fleetplace.shared.placement.scheduler import _eligible, _plan
-from fleetplace.shared.placement.totals import _one_by_one, best, totals
+from fleetplace.shared.placement.shared_totals import totals
+from fleetplace.shared.placement.totals import best, one_by_one
 
 from .builders import NOW, addon, addon_score, binding, builtin, cluster, global_set, placement, policy
 
@@ -93,11 +95,12 @@ def _check(objects: list[dict[str, Any]], specs: list[tuple[str, dict[str, Any]]
         for name, _spec in specs:
             key = f"ns1/{name}"
             p = fleet.placements[key]
-            ctx = ScheduleContext(p, fleet, NOW, fleet.decisions.own("ns1", name))
-            slots = fleet.candidates(_eligible(p, fleet)[1])
+            eligible = _eligible(p, fleet)[1]
+            ctx = ScheduleContext(p, fleet, NOW, fleet.decisions.own("ns1", name), lineage=eligible)
+            slots = fleet.candidates(eligible)
             plan = _plan(p, fleet, DEFAULT_OPTIONS)
             fast = totals(ctx, plan, slots, SUCCESS)
-            plain = _one_by_one(ctx, plan.weighted, slots, SUCCESS)
+            plain = one_by_one(ctx, plan, slots, SUCCESS)
             assert fast.status == plain.status
             assert fast.totals.tolist() == plain.totals.tolist()
             assert fast.keys.tolist() == plain.keys.tolist()
@@ -131,9 +134,8 @@ def test_a_moved_base_keeps_its_leaders_in_rank_order(
 ) -> None:
     """After entries move, the leaders a base keeps are still exactly its best in rank order."""
     size = len(keys)
-    old = totals_module._Base(
-        0, np.zeros(size, dtype=np.int64), np.array(keys, dtype=np.int64), np.zeros(size, dtype=np.int64)
-    )
+    zeros = np.zeros(size, dtype=np.int64)
+    old = totals_module._Base((0,), [], [zeros], zeros, np.array(keys, dtype=np.int64), None)
     with mock.patch.object(totals_module, "PREFIX", 1):
         old.leaders(min(first, size))
     taken = set(keys)
@@ -144,7 +146,7 @@ def test_a_moved_base_keeps_its_leaders_in_rank_order(
             taken.add(key)
             at.append(i)
             new_keys.append(key)
-    moved = old.moved(1, at, [0] * len(at), [0] * len(at), new_keys)
+    moved = old.moved((1,), at, {0: [0] * len(at)}, [0] * len(at), new_keys)
     expected = list(keys)
     for i, key in zip(at, new_keys, strict=True):
         expected[i] = key

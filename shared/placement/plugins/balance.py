@@ -1,10 +1,25 @@
-"""Balance: prefer clusters carrying fewer decisions of *other* placements (spec §5.2)."""
+"""Balance: prefer clusters carrying fewer decisions of *other* placements.
+
+A cluster's score is 2 × trunc(100 × (0.5 − count / top)), where `count` is how many decisions
+name it, this placement's own taken out, and `top` the highest such count of other placements'
+decisions over all clusters; a cluster nobody else decided scores 100.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Iterable, Sequence
+
 import numpy as np
 
-from fleetplace.shared.placement.framework import IntArray, ScheduleContext, ScoreResult
+from fleetplace.shared.placement.fleet import Fleet
+from fleetplace.shared.placement.framework import (
+    IntArray,
+    Requeue,
+    ScheduleContext,
+    ScoreResult,
+    SharedScores,
+)
+from fleetplace.shared.placement.reads import Reads
 
 NEVER_COUNTED = 100
 
@@ -30,6 +45,7 @@ def balance_score(count: int, top: int) -> int:
 
 class Balance:
     name = "Balance"
+    reads = Reads(other_decisions=True)
 
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
         fleet = ctx.fleet
@@ -42,3 +58,40 @@ class Balance:
                 if slot is not None:
                     counts[slot] -= k
         return ScoreResult(balance_scores(counts[slots], top))
+
+    def requeue(self, ctx: ScheduleContext, slots: IntArray, decided: Iterable[str]) -> Requeue | None:
+        return None
+
+    def shared(self) -> SharedScores | None:
+        return SHARED_BALANCE
+
+
+class SharedBalance:
+    """Balance at the global counts is the same for every placement normalised by the same `top`;
+    a placement's own clusters are then scored with its own decisions taken out."""
+
+    def key(self, ctx: ScheduleContext) -> Hashable:
+        return ctx.fleet.decisions.max_count_excluding(ctx.own)
+
+    def version(self, fleet: Fleet) -> int:
+        return fleet.decisions.version
+
+    def base(self, ctx: ScheduleContext, slots: IntArray, key: Hashable) -> ScoreResult:
+        assert isinstance(key, int)
+        return ScoreResult(balance_scores(ctx.fleet.decision_counts()[slots], key))
+
+    def rebased(self, fleet: Fleet, key: Hashable, since: int) -> dict[str, int] | None:
+        assert isinstance(key, int)
+        names = fleet.decisions.changed_since(since)
+        if names is None:
+            return None
+        counts = fleet.decisions.total  # a name's count over all sources
+        return {name: balance_score(counts.get(name, 0), key) for name in names}
+
+    def patch(self, ctx: ScheduleContext, key: Hashable, own: Sequence[str]) -> list[int] | None:
+        assert isinstance(key, int)
+        counts = ctx.fleet.decisions.total
+        return [balance_score(counts[name] - ctx.own[name], key) for name in own]
+
+
+SHARED_BALANCE = SharedBalance()  # it holds nothing: one for every plan

@@ -1,9 +1,12 @@
-"""The Predicate filter (spec §4.1): label AND claim AND CEL inside a predicate, OR across them."""
+"""The Predicate filter: label AND claim AND CEL inside a predicate, OR across predicates.
+
+No predicates keeps every candidate; a predicate whose selector does not compile makes the
+placement Misconfigured."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,14 +15,16 @@ import numpy.typing as npt
 import orjson
 
 from fleetplace.shared.api.ocm import ClusterPredicate, Placement
-from fleetplace.shared.placement.fleet import ClusterInfo, Fleet
+from fleetplace.shared.placement.fleet import ClusterInfo, Fleet, SharedTable
 from fleetplace.shared.placement.framework import (
     Code,
     FilterResult,
     IntArray,
+    Requeue,
     ScheduleContext,
     Status,
 )
+from fleetplace.shared.placement.reads import Reads
 from fleetplace.shared.placement.selectors import (
     EVERYTHING,
     CompiledSelector,
@@ -44,7 +49,7 @@ class PredicateConfigError(Exception):
 
 
 def compile_predicates(predicates: Sequence[ClusterPredicate]) -> list[CompiledPredicate]:
-    """Raises PredicateConfigError with the Misconfigured message (spec §4.1 step 2)."""
+    """Raises PredicateConfigError with the Misconfigured message."""
     out: list[CompiledPredicate] = []
     for p in predicates:
         sel = p.required_cluster_selector
@@ -72,17 +77,30 @@ def compile_predicates(predicates: Sequence[ClusterPredicate]) -> list[CompiledP
     return out
 
 
+class _PredicateMemo:
+    """What the filter keeps across placements and runs."""
+
+    def __init__(self) -> None:
+        # cluster -> its CEL view, of the ClusterInfo version it was made from
+        self.cel_views: dict[str, tuple[ClusterInfo, Mapping[str, Any]]] = {}
+        # placement key -> its compiled predicates (or their error), of that Placement object
+        self.compiled: dict[str, tuple[Placement, list[CompiledPredicate] | str]] = {}
+        # predicate key -> (fleet version, per-slot verdicts: 1, 0, or -1 not computed yet)
+        self.verdicts: dict[str, tuple[int, npt.NDArray[np.int8]]] = {}
+        # (candidates' lineage, predicate keys) -> the survivors, per fleet version
+        self.survivors: SharedTable[IntArray] = SharedTable()
+
+
 def _cel_view(fleet: Fleet, info: ClusterInfo) -> Mapping[str, Any]:
     from fleetplace.shared.placement.cel import cluster_cel_view
 
-    key = ("cel-view", info.name)
-    hit = fleet.cache.get(key)
+    views = fleet.memo(_PredicateMemo).cel_views
+    hit = views.get(info.name)
     if hit is not None and hit[0] is info:
-        cached: Mapping[str, Any] = hit[1]
-        return cached
+        return hit[1]
     raw = info.raw if info.raw is not None else info.obj.model_dump(mode="json", by_alias=True)
     view = cluster_cel_view(raw)
-    fleet.cache[key] = (info, view)
+    views[info.name] = (info, view)
     return view
 
 
@@ -101,22 +119,22 @@ def matches(fleet: Fleet, pred: CompiledPredicate, info: ClusterInfo) -> bool:
 def compiled_predicates(fleet: Fleet, placement: Placement) -> list[CompiledPredicate]:
     """`compile_predicates` of this Placement object, done once for it (and its error, raised again
     as PredicateConfigError each time)."""
-    key = ("compiled-predicates", placement.key)
-    hit = fleet.cache.get(key)
+    kept = fleet.memo(_PredicateMemo).compiled
+    hit = kept.get(placement.key)
     if hit is None or hit[0] is not placement:
+        compiled: list[CompiledPredicate] | str
         try:
-            hit = (placement, compile_predicates(placement.spec.predicates))
+            compiled = compile_predicates(placement.spec.predicates)
         except PredicateConfigError as e:
-            hit = (placement, str(e))
-        fleet.cache[key] = hit
+            compiled = str(e)
+        hit = kept[placement.key] = (placement, compiled)
     if isinstance(hit[1], str):
         raise PredicateConfigError(hit[1])
-    compiled: list[CompiledPredicate] = hit[1]
-    return compiled
+    return hit[1]
 
 
 def forget_compiled(fleet: Fleet, key: str) -> None:
-    fleet.cache.pop(("compiled-predicates", key), None)
+    fleet.memo(_PredicateMemo).compiled.pop(key, None)
 
 
 def _verdicts(
@@ -125,8 +143,8 @@ def _verdicts(
     """Per-slot verdicts (-1 unknown), cached per (predicate, cluster version), with those of
     `slots` computed; with a `deadline` (time.perf_counter()), computing stops once it has passed
     and the rest stay unknown."""
-    key = ("predicate", pred.key)
-    hit = fleet.cache.get(key)
+    kept = fleet.memo(_PredicateMemo).verdicts
+    hit = kept.get(pred.key)
     if hit is None or len(hit[1]) != fleet.capacity:
         state = np.full(fleet.capacity, -1, dtype=np.int8)
     else:
@@ -138,7 +156,7 @@ def _verdicts(
                 state[:] = -1
             elif changed:
                 state[np.asarray(changed, dtype=np.int64)] = -1
-    fleet.cache[key] = (fleet.version, state)
+    kept[pred.key] = (fleet.version, state)
     for s in slots[state[slots] < 0].tolist():
         state[s] = 1 if matches(fleet, pred, fleet.clusters[fleet.name_of(s)]) else 0
         if deadline is not None and time.perf_counter() > deadline:
@@ -173,7 +191,7 @@ class PredicateFilter:
         return compiled_predicates(ctx.fleet, ctx.placement)
 
     def filter(self, ctx: ScheduleContext, slots: IntArray) -> FilterResult:
-        # spec §4.1: no predicates or no candidates -> unchanged, and no validation at all
+        # no predicates or no candidates: unchanged, and no validation at all
         if not ctx.placement.spec.predicates or len(slots) == 0:
             return FilterResult(slots)
         try:
@@ -185,6 +203,7 @@ class PredicateFilter:
         # the survivors of the same predicates from the same candidates are one array while the
         # fleet stays: placements sharing predicates then share what is computed from it later
         fleet = ctx.fleet
+        keys = tuple(p.key for p in preds)
 
         def survivors() -> IntArray:
             keep = np.zeros(len(slots), dtype=np.bool_)
@@ -194,8 +213,11 @@ class PredicateFilter:
             out.setflags(write=False)  # shared: nobody may write into it
             return out
 
-        key = (tuple(p.key for p in preds), fleet.version)
-        return FilterResult(fleet.derived("predicate-survivors", slots, key, survivors))
+        if ctx.lineage is None:
+            return FilterResult(survivors(), lineage=None)
+        lineage = (ctx.lineage, NAME, keys)
+        kept = fleet.memo(_PredicateMemo).survivors
+        return FilterResult(kept.get(lineage, fleet.version, survivors), lineage=lineage)
 
     def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
         if not ctx.placement.spec.predicates:
@@ -205,3 +227,21 @@ class PredicateFilter:
             if matches(ctx.fleet, pred, info):
                 return None
         return "matches none of the placement's predicates"
+
+    def reads(self, placement: Placement) -> Reads:
+        labels: set[str] = set()
+        claims: set[str] = set()
+        cel = False
+        for pred in placement.spec.predicates:
+            sel = pred.required_cluster_selector
+            if sel.label_selector is not None:
+                labels.update(sel.label_selector.match_labels)
+                labels.update(e.key for e in sel.label_selector.match_expressions)
+            if sel.claim_selector is not None:
+                claims.update(e.key for e in sel.claim_selector.match_expressions)
+            if sel.cel_selector is not None and sel.cel_selector.cel_expressions:
+                cel = True
+        return Reads(label_keys=frozenset(labels), claim_keys=frozenset(claims), cel=cel)
+
+    def requeue(self, ctx: ScheduleContext, slots: IntArray, decided: Iterable[str]) -> Requeue | None:
+        return None

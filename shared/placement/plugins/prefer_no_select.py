@@ -7,14 +7,24 @@ taint that no toleration matches (with the same matching and expiry rules as the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
-from fleetplace.shared.placement.framework import IntArray, ScheduleContext, ScoreResult
+from fleetplace.shared.placement.framework import (
+    IntArray,
+    Requeue,
+    ScheduleContext,
+    ScoreResult,
+    SharedScores,
+)
 from fleetplace.shared.placement.plugins.taints import matched_by_toleration
+from fleetplace.shared.placement.reads import NOTHING
 
 
 class PreferNoSelectPenalty:
     name = "TaintToleration"
+    reads = NOTHING  # taints, which every placement reads
 
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
         fleet = ctx.fleet
@@ -33,3 +43,9 @@ class PreferNoSelectPenalty:
                     scores[i] = -100
                     break
         return ScoreResult(scores)
+
+    def requeue(self, ctx: ScheduleContext, slots: IntArray, decided: Iterable[str]) -> Requeue | None:
+        return None
+
+    def shared(self) -> SharedScores | None:
+        return None  # depends on the placement's tolerations: scored one placement at a time

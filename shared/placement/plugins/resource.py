@@ -1,18 +1,35 @@
-"""ResourceAllocatableCPU / ResourceAllocatableMemory (spec §5.4)."""
+"""ResourceAllocatableCPU / ResourceAllocatableMemory: more allocatable resource scores higher.
+
+Scores run from -100 (the least allocatable among the post-filter clusters) to 100 (the most),
+linearly; equal values all score 100, and a cluster without the resource in both its allocatable
+and its capacity has no score at all.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
-from fleetplace.shared.placement.framework import IntArray, ScheduleContext, ScoreResult
+from fleetplace.shared.placement.framework import (
+    IntArray,
+    PlacementIndependent,
+    Requeue,
+    ScheduleContext,
+    ScoreResult,
+    SharedScores,
+)
+from fleetplace.shared.placement.reads import Reads
 
 
 class ResourceAllocatable:
-    placement_independent = True  # the same scores for every placement with these clusters
-
     def __init__(self, resource: str) -> None:
         self.resource = resource
         self.name = "ResourceAllocatableCPU" if resource == "cpu" else "ResourceAllocatableMemory"
+
+    @property
+    def reads(self) -> Reads:
+        return Reads(resources=frozenset({self.resource}))
 
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
         fleet = ctx.fleet
@@ -34,3 +51,9 @@ class ResourceAllocatable:
             scores[:] = 100
         scores[~h] = 0
         return ScoreResult(scores, h)
+
+    def requeue(self, ctx: ScheduleContext, slots: IntArray, decided: Iterable[str]) -> Requeue | None:
+        return None
+
+    def shared(self) -> SharedScores | None:
+        return PlacementIndependent(self)  # the same scores for every placement with these clusters

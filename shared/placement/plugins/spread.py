@@ -15,7 +15,7 @@ the first that fits: O(groups × terms) per pick at worst, usually a few checks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +23,9 @@ import numpy as np
 import numpy.typing as npt
 
 from fleetplace.shared.api.ocm import Placement
-from fleetplace.shared.placement.fleet import Fleet
+from fleetplace.shared.placement.fleet import Fleet, SharedTable
 from fleetplace.shared.placement.framework import IntArray
+from fleetplace.shared.placement.reads import Reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,15 @@ def terms_of(placement: Placement) -> list[SpreadTerm]:
     return out
 
 
+def spread_reads(placement: Placement) -> Reads:
+    """The topology keys the spread terms read."""
+    labels: set[str] = set()
+    claims: set[str] = set()
+    for term in placement.spec.spread_policy.spread_constraints:
+        (claims if term.topology_key_type == "Claim" else labels).add(term.topology_key)
+    return Reads(label_keys=frozenset(labels), claim_keys=frozenset(claims))
+
+
 @dataclass
 class SpreadOutcome:
     chosen: list[int]  # indices into the post-filter slots, in pick order
@@ -80,10 +90,25 @@ class SpreadOutcome:
         return None
 
 
+Layout = tuple[
+    list[IntArray], list[int], list[list[int]], list[IntArray], list[tuple[int, ...]], IntArray, IntArray
+]
+
+
+class _SpreadMemo:
+    """What placements with the same terms (and candidates) share while the fleet stays."""
+
+    def __init__(self) -> None:
+        # (topology key, is a claim) -> (fleet version, per-slot domain code, domain values)
+        self.codes: dict[tuple[str, bool], tuple[int, npt.NDArray[np.int64], list[str]]] = {}
+        # (candidates' lineage, terms) -> the candidates' layout, per fleet version
+        self.layouts: SharedTable[Layout] = SharedTable()
+
+
 def _codes(fleet: Fleet, term: SpreadTerm) -> tuple[npt.NDArray[np.int64], list[str]]:
     """Per-slot domain code of a topology key (-1: the cluster lacks the key), per fleet version."""
-    key = ("spread-codes", term.key, term.claim)
-    hit = fleet.cache.get(key)
+    kept = fleet.memo(_SpreadMemo).codes
+    hit = kept.get((term.key, term.claim))
     if hit is not None and hit[0] == fleet.version and len(hit[1]) == fleet.capacity:
         return hit[1], hit[2]
     values: dict[str, int] = {}
@@ -95,27 +120,24 @@ def _codes(fleet: Fleet, term: SpreadTerm) -> tuple[npt.NDArray[np.int64], list[
             assert slot is not None
             codes[slot] = values.setdefault(v, len(values))
     names = sorted(values, key=values.__getitem__)
-    fleet.cache[key] = (fleet.version, codes, names)
+    kept[(term.key, term.claim)] = (fleet.version, codes, names)
     return codes, names
-
-
-Layout = tuple[
-    list[IntArray], list[int], list[list[int]], list[IntArray], list[tuple[int, ...]], IntArray, IntArray
-]
 
 
 _TAKEN = np.iinfo(np.int64).max
 
 
-def _layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]) -> Layout:
+def _layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm], lineage: Hashable | None) -> Layout:
     """Per term, each feasible cluster's domain and the term's domains; the clusters grouped by
-    their tuple of domains. The same for every placement with these clusters and terms, so
-    computed once per fleet version."""
-    key = ("spread-layout", tuple(terms))  # one layout kept per set of terms
-    hit = fleet.cache.get(key)
-    if hit is not None and hit[0] is slots and hit[1] == fleet.version:
-        cached: Layout = hit[2]
-        return cached
+    their tuple of domains. The same for every placement with these clusters (`lineage`) and
+    terms, so computed once per fleet version."""
+    if lineage is None:
+        return _new_layout(fleet, slots, terms)
+    kept = fleet.memo(_SpreadMemo).layouts
+    return kept.get((lineage, tuple(terms)), fleet.version, lambda: _new_layout(fleet, slots, terms))
+
+
+def _new_layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]) -> Layout:
     per_term = [_codes(fleet, t)[0][slots] for t in terms]
     ncodes = [len(_codes(fleet, t)[1]) for t in terms]
     domains = [
@@ -130,17 +152,22 @@ def _layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]) -> Layou
     members: list[IntArray] = list(np.split(grouped, bounds)) if len(grouped) else []
     group_domains = [tuple(int(c[m[0]]) for c in per_term) for m in members]
     starts = np.concatenate(([0], bounds)).astype(np.int64) if len(grouped) else grouped
-    layout: Layout = (per_term, ncodes, domains, members, group_domains, grouped, starts)
-    fleet.cache[key] = (slots, fleet.version, layout)
-    return layout
+    return (per_term, ncodes, domains, members, group_domains, grouped, starts)
 
 
 def spread_select(
-    fleet: Fleet, slots: IntArray, keys: IntArray, n: int, terms: Sequence[SpreadTerm]
+    fleet: Fleet,
+    slots: IntArray,
+    keys: IntArray,
+    n: int,
+    terms: Sequence[SpreadTerm],
+    lineage: Hashable | None = None,
 ) -> SpreadOutcome:
+    """Pick `n` of the post-filter `slots` (ranked by `keys`, ascending) under the spread terms;
+    `lineage` names the slots when other placements share them (see `ScheduleContext.lineage`)."""
     if n <= 0 or len(slots) == 0:
         return SpreadOutcome([])
-    per_term, ncodes, domains, members, group_domains, grouped, starts = _layout(fleet, slots, terms)
+    per_term, ncodes, domains, members, group_domains, grouped, starts = _layout(fleet, slots, terms, lineage)
     # counts[t][code]; the domains of a term are the values present among the feasible clusters
     counts = [[0] * max(k, 1) for k in ncodes]
     # each group's best remaining rank key, all in one reduction; a group's own keys are gathered

@@ -1,4 +1,10 @@
-"""The TaintToleration filter and the requeue time it produces (spec §4.2, §4.2.1)."""
+"""The TaintToleration filter and the requeue time it produces.
+
+A cluster passes when each of its taints is tolerated: PreferNoSelect always is, NoSelectIfNew is
+for clusters the placement already decided, any other taint needs a matching toleration that has
+not expired (`timeAdded + tolerationSeconds`, strictly after now). The earliest such expiry among
+the decided clusters is when the placement must run again.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +13,18 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from fleetplace.shared.api.ocm import Taint, Toleration
-from fleetplace.shared.placement.fleet import ClusterInfo, Fleet
+from fleetplace.shared.api.ocm import Placement, Taint, Toleration
+from fleetplace.shared.placement.fleet import ClusterInfo, SharedTable
 from fleetplace.shared.placement.framework import (
     BoolArray,
     Code,
     FilterResult,
     IntArray,
+    Requeue,
     ScheduleContext,
     Status,
 )
+from fleetplace.shared.placement.reads import NOTHING, Reads
 
 NAME = "TaintToleration"
 
@@ -64,14 +72,14 @@ def taint_tolerated(
 def matched_by_toleration(
     taint: Taint, tolerations: Sequence[Toleration], now: datetime
 ) -> tuple[bool, datetime | None]:
-    """The first toleration that matches and is unexpired (spec §4.2 step 3)."""
+    """The first toleration that matches and is unexpired decides."""
     for t in tolerations:
         if not _matches(t, taint):
             continue
         if t.toleration_seconds is None:
             return True, None
         deadline = _deadline(taint, t.toleration_seconds)
-        if deadline is not None and now < deadline:  # strict (spec §4.2)
+        if deadline is not None and now < deadline:  # expired at the deadline itself
             return True, deadline
     return False, None
 
@@ -96,8 +104,8 @@ def requeue_time(
     tolerations: Sequence[Toleration],
     now: datetime,
 ) -> datetime | None:
-    """spec §4.2.1: from the *previous* decisions (`own`: their cluster names; those without taints
-    may be left out), looked up among all clusters."""
+    """The earliest expiry of a toleration that a decided cluster (`own`: their names; those
+    without taints may be left out) relies on, looked up among all clusters; None: none expires."""
     best: datetime | None = None
     for name in own:
         info = clusters.get(name)
@@ -109,10 +117,24 @@ def requeue_time(
     return best
 
 
-def _any_tainted(fleet: Fleet, slots: IntArray) -> bool:
-    """Whether a taint is on any of these candidates, kept per candidate array while the fleet
-    stays (every placement of a fan-out asks it of the same array)."""
-    return fleet.derived("any-tainted", slots, fleet.version, lambda: bool(fleet.tainted[slots].any()))
+class _TaintMemo:
+    """What placements with the same candidates share while the fleet (and `now`) stay."""
+
+    def __init__(self) -> None:
+        # candidates' lineage -> whether a taint is on any of them
+        self.any_tainted: SharedTable[bool] = SharedTable()
+        # (candidates' lineage, tolerations) -> which candidates are kept, and those candidates
+        self.verdicts: SharedTable[tuple[BoolArray, IntArray]] = SharedTable()
+
+
+def _any_tainted(ctx: ScheduleContext, slots: IntArray) -> bool:
+    """Whether a taint is on any of these candidates (every placement of a fan-out asks it of the
+    same candidates)."""
+    fleet = ctx.fleet
+    if ctx.lineage is None:
+        return bool(fleet.tainted[slots].any())
+    kept = fleet.memo(_TaintMemo).any_tainted
+    return kept.get(ctx.lineage, fleet.version, lambda: bool(fleet.tainted[slots].any()))
 
 
 def _verdicts(
@@ -134,12 +156,14 @@ def _verdicts(
         survivors.setflags(write=False)  # shared: nobody may write into it
         return keep, survivors
 
-    key = (
-        tuple((t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in tolerations),
-        fleet.version,
-        ctx.now_ts,
-    )
-    return fleet.derived("taint-verdicts", slots, key, judge)
+    if ctx.lineage is None:
+        return judge()
+    key = (ctx.lineage, _tolerations_key(tolerations))
+    return fleet.memo(_TaintMemo).verdicts.get(key, (fleet.version, ctx.now_ts), judge)
+
+
+def _tolerations_key(tolerations: Sequence[Toleration]) -> tuple[tuple[object, ...], ...]:
+    return tuple((t.key, t.operator, t.value, t.effect, t.toleration_seconds) for t in tolerations)
 
 
 class TaintTolerationFilter:
@@ -153,7 +177,7 @@ class TaintTolerationFilter:
         if problem is not None:
             return FilterResult(slots[:0], Status(Code.MISCONFIGURED, NAME, problem))
         fleet = ctx.fleet
-        if not _any_tainted(fleet, slots):
+        if not _any_tainted(ctx, slots):
             return FilterResult(slots)
         keep, survivors = _verdicts(ctx, slots, tolerations)
         # NoSelectIfNew spares the clusters this placement already decided: its own tainted
@@ -163,8 +187,13 @@ class TaintTolerationFilter:
             for name in fleet.tainted_names.intersection(ctx.own)
             if (slot := fleet.slot_of(name)) is not None
         ]
-        if not own_tainted:
-            return FilterResult(survivors)  # the same array for every placement judged alike
+        if not own_tainted:  # the same array for every placement judged alike
+            lineage = (
+                None
+                if ctx.lineage is None
+                else (ctx.lineage, NAME, _tolerations_key(tolerations), ctx.now_ts)  # expiries move with now
+            )
+            return FilterResult(survivors, lineage=lineage)
         keep = keep.copy()
         for slot in own_tainted:
             for i in np.flatnonzero(slots == slot).tolist():
@@ -179,3 +208,15 @@ class TaintTolerationFilter:
             return None
         value = f"={taint.value}" if taint.value else ""
         return f"taint {taint.key}{value}:{taint.effect} is not tolerated"
+
+    def reads(self, placement: Placement) -> Reads:
+        return NOTHING  # taints, which every placement reads
+
+    def requeue(self, ctx: ScheduleContext, slots: IntArray, decided: Iterable[str]) -> Requeue | None:
+        fleet = ctx.fleet
+        if not fleet.tainted_names:
+            return None
+        at = requeue_time(
+            fleet.clusters, fleet.tainted_names.intersection(decided), ctx.placement.spec.tolerations, ctx.now
+        )
+        return None if at is None else Requeue(at, "toleration-expired")
