@@ -43,6 +43,9 @@ def _register() -> None:
     from fleetplace.services.commands import asyncapi  # docs asyncapi
 
     asyncapi.register(app)
+    from fleetplace.services.commands import explorer  # explorer
+
+    explorer.register(app)
 
 
 _register()

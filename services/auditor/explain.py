@@ -70,7 +70,22 @@ def explain_decision(
     limits: DecodeLimits = DEFAULT_LIMITS,
     engine: EngineOptions = DEFAULT_OPTIONS,
 ) -> Explanation:
-    target = decision_in_force(history, key, at)
+    return explain_record(history, decision_in_force(history, key, at), at, limits, engine)
+
+
+def explain_record(
+    history: History,
+    target: DecisionRecord,
+    at: datetime | None = None,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    engine: EngineOptions = DEFAULT_OPTIONS,
+    *,
+    fast_forward: bool = False,
+) -> Explanation:
+    """The explanation of one recorded diff. `fast_forward`: jump over the batches before the
+    target's in one coalesced pass (`Auditor.fast_forward`: the state a walk through them would
+    hold) instead of walking them; what a long-running reader such as the explorer wants."""
+    key = target.key
     out = Explanation(target, at)
 
     def visit(replay: SourceReplay, record: DecisionRecord) -> None:
@@ -82,5 +97,11 @@ def explain_decision(
         if recomputed.result is not None and recomputed.placement is not None:
             out.result = result_json(recomputed.result, None, recomputed.placement, replay.fleet, record.now)
 
-    Auditor(history, limits, engine).walk(visit, lambda record: record is target, until=target)
+    auditor = Auditor(history, limits, engine)
+    batches = None
+    if fast_forward:
+        index = next(i for i, b in enumerate(auditor.batches) if any(d is target for d in b.diffs))
+        auditor.fast_forward(auditor.batches[:index])
+        batches = auditor.batches[index : index + 1]
+    auditor.walk(visit, lambda record: record is target, until=target, batches=batches)
     return out
