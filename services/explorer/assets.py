@@ -35,7 +35,9 @@ td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .badge.warn { color:var(--warn); border-color:var(--warn); }
 .verdict-selected { color:var(--ok); font-weight:600; } .verdict-filtered { color:var(--muted); } .verdict-outranked { color:var(--warn); }
 .bar { display:flex; width:220px; height:12px; background:var(--panel); border:1px solid var(--line); }
-.bar span { display:block; height:100%; }
+.bar .neg, .bar .pos { display:flex; height:100%; } .bar .neg { justify-content:flex-end; border-right:1px solid var(--fg); }
+.bar span { display:block; height:100%; } .bar .neg span { opacity:.45; }
+#tolerations td, #decision td { overflow-wrap:anywhere; }
 .p0{background:#0969da}.p1{background:#8250df}.p2{background:#1a7f37}.p3{background:#bf8700}.p4{background:#cf222e}.p5{background:#1b7c83}.p6{background:#6e7781}.p7{background:#e16f24}
 .legend span.swatch { display:inline-block; width:10px; height:10px; margin:0 4px 0 10px; vertical-align:baseline; }
 .added { color:var(--ok); } .removed { color:var(--bad); }

@@ -178,28 +178,36 @@ def placements_page(
 # ---- one placement ----------------------------------------------------------------------------
 
 
-def _bar(v: ClusterVerdict, scale: int, colors: Mapping[str, int]) -> str:
+def _bar(v: ClusterVerdict, scale: tuple[int, int], colors: Mapping[str, int]) -> str:
+    """Positive points (score × weight) stack right of zero, negative ones left of it; both sides
+    share one scale across the table, so bars compare row to row."""
     if v.total is None:
         return ""
-    segments = []
+    below, above = scale
+    span = max(1, below + above)
+    sides: dict[bool, list[str]] = {True: [], False: []}
     for name, score, weight in v.parts:
         points = score * weight
-        width = 0.0 if scale <= 0 or points <= 0 else 100.0 * points / scale
-        segments.append(
-            f'<span class="p{colors[name] % PALETTE}" style="width:{width:.3f}%" '
+        side = max(1, above if points >= 0 else below)
+        sides[points >= 0].append(
+            f'<span class="p{colors[name] % PALETTE}" style="width:{100.0 * abs(points) / side:.3f}%" '
             f'data-prioritizer="{esc(name)}" data-score="{score}" data-weight="{weight}" '
             f'title="{esc(name)}: {score} × {weight}"></span>'
         )
-    return f'<div class="bar" role="img" aria-label="score {v.total}">{"".join(segments)}</div>'
+    negative = f'<div class="neg" style="width:{100.0 * below / span:.3f}%">{"".join(sides[False])}</div>'
+    positive = f'<div class="pos" style="width:{100.0 * above / span:.3f}%">{"".join(sides[True])}</div>'
+    return f'<div class="bar" role="img" aria-label="score {v.total}">{negative}{positive}</div>'
 
 
 def verdict_table(verdicts: Sequence[ClusterVerdict]) -> str:
     colors: dict[str, int] = {}
-    scale = 0
+    below = above = 0
     for v in verdicts:
         for part in v.parts:
             colors.setdefault(part[0], len(colors))
-        scale = max(scale, sum(max(0, s * w) for _, s, w in v.parts))
+        above = max(above, sum(max(0, s * w) for _, s, w in v.parts))
+        below = max(below, sum(max(0, -s * w) for _, s, w in v.parts))
+    scale = (below, above)
     legend = "".join(f'<span class="swatch p{i % PALETTE}"></span>{esc(name)}' for name, i in colors.items())
     rows = []
     for v in verdicts:
@@ -254,7 +262,7 @@ def _tolerations(expiries: Sequence[TolerationExpiry], has_tolerations: bool) ->
             when = '<span class="muted">never</span>'
         else:
             at = iso(e.deadline)
-            when = f'<time datetime="{esc(at)}">{esc(at)}</time> <span class="countdown" data-deadline="{esc(at)}"></span>'
+            when = f'<time datetime="{esc(at)}" title="{esc(at)}" class="countdown" data-deadline="{esc(at)}">{esc(at)}</time>'
         rows.append(
             f"<tr><td>{esc(e.toleration)}</td><td>{esc(e.cluster)}{' (decided)' if e.decided else ''}</td>"
             f"<td>{esc(e.taint)}</td><td>{when}</td></tr>"

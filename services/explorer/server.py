@@ -98,8 +98,9 @@ class Explorer:
             await runner.cleanup()
         if self._source is not None and not self._source.done():
             self._source.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._source
+            # a consumer cancelled while it starts can take long to give up: not the caller's wait
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(self._source, 10.0)
 
     async def __aenter__(self) -> Explorer:
         await self.start()

@@ -15,9 +15,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from fleetplace.services.auditor.explain import Explanation, explain_record
-from fleetplace.services.auditor.history import DecisionRecord, History
+from fleetplace.services.auditor.explain import Explanation
+from fleetplace.services.auditor.history import DecisionRecord, History, collection_paused
 from fleetplace.services.auditor.replay import SourceReplay
+from fleetplace.services.explorer.explainer import Explainer
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.kafka import TP
 from fleetplace.shared.bus.records import Record
@@ -44,12 +45,17 @@ class ExplorerStore:
         self._ends: dict[TP, int] = {}  # short topic name -> next offset read
         self._now = SourceReplay(self.history, limits, engine)
         self._timeline: dict[str, list[DecisionRecord]] = {}
+        self._explainer = Explainer(self.history, limits, engine)
         self._explanations: OrderedDict[tuple[str, int, int, int], Explanation] = OrderedDict()
         self._changed = asyncio.Event()
 
     # ---- feeding ---------------------------------------------------------------------------
     def add(self, records: Iterable[Record]) -> bool:
         """Take records from the source; True when any was new (the version rose)."""
+        with collection_paused():
+            return self._add(records)
+
+    def _add(self, records: Iterable[Record]) -> bool:
         history = self.history
         added = False
         for record in records:
@@ -76,6 +82,8 @@ class ExplorerStore:
     def mark_caught_up(self) -> None:
         if not self.caught_up:
             self.caught_up = True
+            with collection_paused(freeze=False):
+                self._explainer.park([diffs[-1] for diffs in self._timeline.values()])
             self.version += 1
             self._changed.set()
             self._changed = asyncio.Event()
@@ -126,9 +134,8 @@ class ExplorerStore:
         key = (record.key, record.seq, record.partition, record.offset)
         found = self._explanations.get(key)
         if found is None:
-            found = explain_record(
-                self.history, record, record.now, self.limits, self.engine, fast_forward=True
-            )
+            with collection_paused(freeze=False):
+                found = self._explainer.explain(record)
             self._explanations[key] = found
             while len(self._explanations) > EXPLANATIONS_KEPT:
                 self._explanations.popitem(last=False)

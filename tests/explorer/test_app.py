@@ -9,13 +9,18 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fleetplace.services.auditor.explain import explain_record
 from fleetplace.services.auditor.history import History, read_history
 from fleetplace.services.explorer import Explorer, TokenRequired
+from fleetplace.services.explorer.explainer import Explainer
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS
 from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
 from fleetplace.shared.bus.publish import Document, plan_document, to_outgoing
 from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS
 from fleetplace.shared.settings import Settings
 from fleetplace.shared.testing import running_scheduler
 from tests.explorer.pages import Elements, cluster_rows, timeline_rows
@@ -114,7 +119,9 @@ async def test_numbers_shown_are_the_engines_explanation_then(
             else:
                 assert verdict == ("selected" if ex["selected"] else "outranked")
                 assert total == ex["total"]
-                assert parts == [(p, v["score"], v["weight"]) for p, v in ex["prioritizers"].items()]
+                assert sorted(parts) == sorted(
+                    (p, v["score"], v["weight"]) for p, v in ex["prioritizers"].items()
+                )
         _, api = await _get(explorer.url + f"/api/placements/apps/web/explanation?seq={d.seq}")
         assert orjson.loads(api) == orjson.loads(orjson.dumps(expected.to_json()))
 
@@ -196,6 +203,7 @@ async def test_off_loopback_it_needs_a_token(demo_settings: Settings) -> None:
     with pytest.raises(TokenRequired):
         Explorer(demo_settings, host="0.0.0.0", port=0)
     async with Explorer(demo_settings, port=0, token="s3cret") as guarded:
+        await guarded.wait_caught_up(30)
         status, _ = await _get(guarded.url + "/placements")
         assert status == 401
         status, _ = await _get(guarded.url + "/placements", headers={"Authorization": "Bearer s3cret"})
@@ -208,10 +216,32 @@ async def test_off_loopback_it_needs_a_token(demo_settings: Settings) -> None:
                 assert r.status == 200
 
 
-async def test_fast_forwarded_explanations_equal_the_walked_ones(demo_settings: Settings) -> None:
-    history = await _history(demo_settings)
-    assert len(history.decisions) >= 10
-    for d in history.decisions:
-        walked = explain_record(history, d, d.now)
-        jumped = explain_record(history, d, d.now, fast_forward=True)
+@pytest.fixture(scope="module")
+def demo_history(demo_settings: Settings) -> History:
+    return asyncio.run(read_history(demo_settings.kafka, Topics(demo_settings.topic_prefix)))
+
+
+def test_fast_forwarded_explanations_equal_the_walked_ones(demo_history: History) -> None:
+    assert len(demo_history.decisions) >= 10
+    for d in demo_history.decisions:
+        walked = explain_record(demo_history, d, d.now)
+        jumped = explain_record(demo_history, d, d.now, fast_forward=True)
         assert jumped.to_json() == walked.to_json(), (d.key, d.seq)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.permutations(range(10)), park=st.booleans())
+def test_the_kept_walk_explains_in_any_order_as_explain_does(
+    demo_history: History, order: list[int], park: bool
+) -> None:
+    explainer = Explainer(demo_history, DEFAULT_LIMITS, DEFAULT_OPTIONS)
+    if park:
+        latest = {d.key: d for d in sorted(demo_history.decisions, key=lambda d: d.seq)}
+        explainer.park(list(latest.values()))
+    diffs = demo_history.decisions
+    for i in order:
+        d = diffs[i % len(diffs)]
+        assert explainer.explain(d).to_json() == explain_record(demo_history, d, d.now).to_json(), (
+            d.key,
+            d.seq,
+        )

@@ -58,7 +58,9 @@ def test_verdicts_rank_selected_then_outranked_then_filtered_and_render_every_nu
             assert verdict == "filtered" and total is None
         else:
             assert total == ex["total"]
-            assert parts == [(p, v["score"], v["weight"]) for p, v in ex["prioritizers"].items()]
+            assert sorted(parts) == sorted(
+                (p, v["score"], v["weight"]) for p, v in ex["prioritizers"].items()
+            )
 
 
 def _row(**kw: Any) -> PlacementRow:
