@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from fleetplace.services.auditor.history import HistoryError
 from fleetplace.services.commands.worker import Prefix, _settings
@@ -25,6 +27,26 @@ async def serve(settings: Settings, host: str, port: int, token: str | None) -> 
     async with explorer:
         typer.echo(f"fleetplace explorer: {explorer.url}/placements (Ctrl-C stops it)")
         await explorer.source  # runs until cancelled; raises what stopped the consumer
+
+
+def explore_demo(console: Console, settings: Settings, port: int = 8090) -> None:
+    """After `fleetplace demo --explore`'s acts: the explorer on the demo's topics until Ctrl-C."""
+    console.print("\n[bold]Exploring the demo's decisions[/bold]: open the URL below; Ctrl-C stops it.")
+    with contextlib.suppress(KeyboardInterrupt):
+        try:
+            asyncio.run(serve(settings, "127.0.0.1", port, None))
+        except OSError:  # the port is taken: any free one
+            asyncio.run(serve(settings, "127.0.0.1", 0, None))
+
+
+def explorer_hint(settings: Settings, embedded: bool, kept: bool) -> str:
+    """The command that explores what the demo just did."""
+    if embedded or not kept:
+        return "Explore these decisions in a browser: fleetplace demo --explore"
+    return (
+        "Explore these decisions in a browser: fleetplace explorer "
+        f"--bootstrap {settings.kafka.bootstrap_servers} --prefix {settings.topic_prefix}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -74,11 +74,9 @@ class Explainer:
             self.rebuilds += 1
         at, walked = self._position
         if at < index:
-            if walked:  # the rest of the batch it stands in, as the worker committed it
-                rest = replace(self._batches[at], diffs=self._batches[at].diffs[walked:])
-                auditor.walk(_nowhere, lambda record: False, batches=[rest])
-                at += 1
-            auditor.fast_forward(self._batches[at:index])
+            # the rest of the batch it stands in, and the batches up to the target's, jumped over
+            rest = replace(self._batches[at], diffs=self._batches[at].diffs[walked:])
+            auditor.fast_forward([rest, *self._batches[at + 1 : index]])
             walked = 0
         if walked < place:
             before = replace(self._batches[index], diffs=self._batches[index].diffs[walked:place])
