@@ -6,6 +6,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import given
 from hypothesis import strategies as st
@@ -155,3 +156,14 @@ def test_a_verdict_row_is_one_row_whatever_the_cluster_is_called() -> None:
     html = verdict_table([ClusterVerdict(hostile, "filtered", "<b>why</b>", None, ())])
     assert "<script>" not in html and "<b>" not in html
     assert list(cluster_rows(html)) == [hostile]
+
+
+def test_the_command_refuses_to_serve_off_loopback_without_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from fleetplace.services.cli import app
+
+    monkeypatch.delenv("FLEETPLACE_DEBUG_TOKEN", raising=False)
+    result = CliRunner().invoke(app, ["explorer", "-b", "127.0.0.1:1", "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert "give --token" in result.output
