@@ -71,6 +71,9 @@ def _register() -> None:
     from fleetplace.services.commands import rollout as rollout_commands  # rollout simulate, status, report
 
     rollout_commands.register(app)
+    from fleetplace.services.commands import explorer  # explorer
+
+    explorer.register(app)
 
 
 _register()

@@ -14,7 +14,7 @@ from typing import Any
 from fleetplace.services.auditor.audit import differing, expected_of, recompute
 from fleetplace.services.auditor.history import DecisionRecord, History
 from fleetplace.services.auditor.replay import SourceReplay
-from fleetplace.services.auditor.walk import Auditor
+from fleetplace.services.auditor.walk import Auditor, Visit
 from fleetplace.services.commands.simulate import result_json
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
@@ -70,8 +70,13 @@ def explain_decision(
     limits: DecodeLimits = DEFAULT_LIMITS,
     engine: EngineOptions = DEFAULT_OPTIONS,
 ) -> Explanation:
-    target = decision_in_force(history, key, at)
-    out = Explanation(target, at)
+    return explain_record(history, decision_in_force(history, key, at), at, limits, engine)
+
+
+def explaining(out: Explanation) -> Visit:
+    """The walk's visit that fills `out` at its record: recomputed from the state the worker had
+    then, compared with what it published, explained for every cluster."""
+    key = out.record.key
 
     def visit(replay: SourceReplay, record: DecisionRecord) -> None:
         recomputed = recompute(replay, key, record.now)
@@ -82,5 +87,27 @@ def explain_decision(
         if recomputed.result is not None and recomputed.placement is not None:
             out.result = result_json(recomputed.result, None, recomputed.placement, replay.fleet, record.now)
 
-    Auditor(history, limits, engine).walk(visit, lambda record: record is target, until=target)
+    return visit
+
+
+def explain_record(
+    history: History,
+    target: DecisionRecord,
+    at: datetime | None = None,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    engine: EngineOptions = DEFAULT_OPTIONS,
+    *,
+    fast_forward: bool = False,
+) -> Explanation:
+    """The explanation of one recorded diff. `fast_forward`: jump over the batches before the
+    target's in one coalesced pass (`Auditor.fast_forward`: the state a walk through them would
+    hold) instead of walking them."""
+    out = Explanation(target, at)
+    auditor = Auditor(history, limits, engine)
+    batches = None
+    if fast_forward:
+        index = next(i for i, b in enumerate(auditor.batches) if any(d is target for d in b.diffs))
+        auditor.fast_forward(auditor.batches[:index])
+        batches = auditor.batches[index : index + 1]
+    auditor.walk(explaining(out), lambda record: record is target, until=target, batches=batches)
     return out

@@ -46,18 +46,20 @@ class HistoryError(Exception):
 
 
 @contextmanager
-def collection_paused() -> Iterator[None]:
+def collection_paused(*, freeze: bool = True) -> Iterator[None]:
     """Keep the cyclic GC off a history while it is built, and after. Its ~100,000 records and
     decoded diffs all live on, but the collector, triggered by allocation counts, would rescan
     the growing heap again and again (about half the cost of building it), then scan it once
     more per generation when let loose. What is built is frozen instead (`gc.freeze`, as `audit`
-    does for the walk; its `gc.unfreeze` hands everything back to the collector)."""
+    does for the walk; its `gc.unfreeze` hands everything back to the collector). Without
+    `freeze`, for work whose objects are short-lived: the collector is only held off."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
+        if freeze:
+            gc.freeze()
         if enabled:
             gc.enable()
 

@@ -58,14 +58,25 @@ class Auditor:
         return replay
 
     def fast_forward(self, earlier: Sequence[DecisionBatch]) -> None:
-        """The state a walk has after `earlier` (a prefix of `batches`), without checking them:
-        each instance jumps straight to its last watermark there (one coalesced pass), then takes
-        its own diffs. What a walk through them would hold, at a fraction of the cost."""
+        """The state a walk has after `earlier` (the batches that follow the ones walked so far),
+        without checking them: each instance jumps straight to its last watermark there (one
+        coalesced pass), then takes its own diffs. What a walk through them would hold, at a
+        fraction of the cost; an instance's state already built is moved on, not rebuilt."""
         last: dict[str, DecisionBatch] = {}
+        taken: dict[str, list[DecisionRecord]] = {}
         for batch in earlier:
             last[batch.source] = batch
+            taken.setdefault(batch.source, []).extend(batch.diffs)
             self._committed.setdefault(batch.source, []).extend(batch.diffs)
         for source, batch in last.items():
+            replay = self._replays.get(source)
+            if replay is not None:
+                try:
+                    replay.advance(batch.watermark)
+                    replay.take_latest(taken[source])
+                    continue
+                except WatermarkBehind:
+                    self.rebuilds += 1
             replay = SourceReplay(self.history, self.limits, self.engine)
             replay.advance(batch.watermark)
             replay.take_latest(self._committed[source])

@@ -473,8 +473,13 @@ async def _delete_topics(kafka: KafkaSettings, topics: Topics) -> None:
         await admin.close()
 
 
-def run_demo(console: Console, base: Settings, fleet_file: Path, keep_topics: bool) -> bool:
-    """Play the demo; True when every act passed."""
+def run_demo(
+    console: Console, base: Settings, fleet_file: Path, keep_topics: bool, explore: bool = False
+) -> bool:
+    """Play the demo; True when every act passed. `explore`: then serve the explorer on its topics
+    until Ctrl-C (services/commands/explorer.py)."""
+    from fleetplace.services.commands.explorer import explore_demo, explorer_hint
+
     fleet = ExampleFleet(fleet_file)
     prefix = f"demo{uuid.uuid4().hex[:8]}."
     started = time.monotonic()
@@ -498,14 +503,18 @@ def run_demo(console: Console, base: Settings, fleet_file: Path, keep_topics: bo
         try:
             results = asyncio.run(demo.run())
         finally:
-            if not embedded and not keep_topics:
+            if not embedded and not (keep_topics or explore):
                 with contextlib.suppress(BusError, OSError):
                     asyncio.run(_delete_topics(kafka, demo.topics))
         console.print()
         console.print(decisions_table(demo.feed.latest()))
+        if explore:
+            explore_demo(console, settings)
     console.print(summary_table(results, len(demo.acts)))
     passed = sum(1 for r in results if r.ok)
     elapsed = time.monotonic() - started
+    if not explore:
+        console.print(explorer_hint(settings, embedded, keep_topics))
     if passed == len(demo.acts):
         console.print(f"[bold green]all {passed} acts passed[/bold green] in {elapsed:.1f} s")
         return True
@@ -522,6 +531,12 @@ def register(app: typer.Typer) -> None:
         keep_topics: Annotated[
             bool,
             typer.Option("--keep-topics", help="On your own Kafka, keep the demo's topics afterwards."),
+        ] = False,
+        explore: Annotated[
+            bool,
+            typer.Option(
+                "--explore", help="After the acts, keep the broker and serve the explorer (Ctrl-C stops)."
+            ),
         ] = False,
     ) -> None:
         """Watch decisions being made and changed live: broker, topics, worker and fleet in one command.
@@ -540,7 +555,7 @@ def register(app: typer.Typer) -> None:
         # The worker runs in this process: keep its log lines for warnings, on stderr.
         configure_logging("warning", "console")
         try:
-            ok = run_demo(console, base, fleet_file, keep_topics)
+            ok = run_demo(console, base, fleet_file, keep_topics, explore)
         except BusError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(1) from None

@@ -1,0 +1,370 @@
+"""The explorer's aiohttp app: pages, a JSON API, server-sent events, and the token check.
+
+Read-only: no route changes anything on the bus (What-if evaluates a submitted spec against the
+fleet in memory). As for the workers' debug routes (services/http.py), the explorer shows the
+fleet, so off loopback it needs a token: `Authorization: Bearer <token>`, or `?token=` once in a
+browser, which sets a same-site cookie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import math
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from fleetplace.services.auditor.history import DecisionRecord
+from fleetplace.services.commands.simulate import result_json
+from fleetplace.services.explorer import pages
+from fleetplace.services.explorer.assets import SCRIPT, STYLESHEET
+from fleetplace.services.explorer.source import ROLLOUT_DECISIONS
+from fleetplace.services.explorer.store import ExplorerStore
+from fleetplace.services.explorer.views import (
+    PlacementFilter,
+    PlacementRow,
+    cluster_verdicts,
+    placement_row,
+    requeue_reason,
+    toleration_expiries,
+)
+from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
+from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.placement import schedule
+
+Clock = Callable[[], datetime]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+STORE: web.AppKey[ExplorerStore] = web.AppKey("store", ExplorerStore)
+COOKIE = "fleetplace_explorer"
+PAGE_SIZE = 200
+MATRIX_ROWS, MATRIX_COLS = 100, 40
+HEARTBEAT_S = 15.0
+
+
+def wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def _token_middleware(token: str) -> Any:
+    expected = token.encode()
+
+    def valid(given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), expected)
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        bearer = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if valid(bearer) or valid(request.cookies.get(COOKIE)):
+            return await handler(request)
+        if valid(request.query.get("token")):
+            query = {k: v for k, v in request.query.items() if k != "token"}
+            response = web.HTTPFound(request.url.with_query(query).relative())
+            response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+            raise response
+        return web.json_response(
+            {"error": "unauthorized: give the explorer's token"},
+            status=401,
+            headers={"WWW-Authenticate": 'Bearer realm="fleetplace"'},
+        )
+
+    return check
+
+
+def create_app(
+    store: ExplorerStore,
+    *,
+    token: str | None = None,
+    clock: Clock = wall_clock,
+    addon_resync_s: float = 300.0,
+) -> web.Application:
+    """The explorer over `store`; with `token`, every route needs it."""
+    app = web.Application(middlewares=[_token_middleware(token)] if token else [])
+    app[STORE] = store
+
+    def html(title: str, active: str, body: str, *, live: bool = True, status: int = 200) -> web.Response:
+        text = pages.layout(
+            title, active, body, version=store.version, live=live, rollouts=store.rollouts_topic_exists
+        )
+        return web.Response(
+            text=text, content_type="text/html", status=status, headers={"Cache-Control": "no-store"}
+        )
+
+    def json(value: Any, status: int = 200) -> web.Response:
+        return web.Response(body=orjson.dumps(value), content_type="application/json", status=status)
+
+    def page_of(request: web.Request, param: str = "page") -> int:
+        try:
+            return max(1, int(request.query.get(param, "1")))
+        except ValueError:
+            return 1
+
+    # ---- placements ------------------------------------------------------------------------
+    def rows() -> list[PlacementRow]:
+        fleet = store.fleet
+        return [placement_row(k, fleet.placements.get(k), store.latest(k)) for k in store.placement_keys()]
+
+    def placement_filter(request: web.Request) -> PlacementFilter:
+        q = request.query
+        return PlacementFilter(
+            q.get("namespace", ""), q.get("label", ""), q.get("condition", ""), q.get("q", "")
+        )
+
+    async def placements(request: web.Request) -> web.Response:
+        flt = placement_filter(request)
+        every = rows()
+        matching = [r for r in every if flt.admits(r)]
+        page = page_of(request)
+        pages_total = max(1, math.ceil(len(matching) / PAGE_SIZE))
+        shown = matching[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+        namespaces = sorted({r.namespace for r in every})
+        body = pages.placements_page(shown, len(matching), flt, namespaces, page, pages_total)
+        return html("Placements", "placements", body)
+
+    async def api_placements(request: web.Request) -> web.Response:
+        flt = placement_filter(request)
+        return json({"version": store.version, "placements": [r.to_json() for r in rows() if flt.admits(r)]})
+
+    def key_of(request: web.Request) -> str:
+        return f"{request.match_info['namespace']}/{request.match_info['name']}"
+
+    def seq_of(request: web.Request) -> int | None:
+        text = request.query.get("seq")
+        if text is None:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            raise web.HTTPBadRequest(text=f"seq: not a number: {text!r}") from None
+
+    def shown(key: str, seq: int | None) -> DecisionRecord | None:
+        record = store.record(key, seq)
+        if record is None and seq is not None:
+            raise web.HTTPNotFound(text=f"{key} has no seq {seq}")
+        return record
+
+    async def placement(request: web.Request) -> web.Response:
+        key = key_of(request)
+        if key not in store.placement_keys():
+            return html(
+                "Not found", "placements", pages.not_found(f"no placement {key}"), live=False, status=404
+            )
+        record = shown(key, seq_of(request))
+        fleet = store.fleet
+        spec = fleet.placements.get(key)
+        latest = store.latest(key)
+        explanation = store.explanation(record) if record is not None else None
+        result = explanation.result if explanation is not None else None
+        verdicts = cluster_verdicts(result["explain"]) if result is not None else []
+        decided = store.decided().get(key, frozenset())
+        expiries = toleration_expiries(spec, fleet, decided, clock()) if spec is not None else []
+        requeue = requeue_reason(latest, spec, fleet, expiries, addon_resync_s)
+        body = pages.placement_page(
+            placement_row(key, spec, latest),
+            store.timeline(key),
+            record,
+            explanation,
+            verdicts,
+            expiries,
+            bool(spec is not None and spec.spec.tolerations),
+            requeue,
+        )
+        return html(key, "placements", body)
+
+    async def api_placement(request: web.Request) -> web.Response:
+        key = key_of(request)
+        if key not in store.placement_keys():
+            return json({"error": f"no placement {key}"}, 404)
+        latest = store.latest(key)
+        return json(
+            {
+                "placement": placement_row(key, store.fleet.placements.get(key), latest).to_json(),
+                "timeline": [dict(d.value) for d in store.timeline(key)],
+            }
+        )
+
+    async def api_explanation(request: web.Request) -> web.Response:
+        key = key_of(request)
+        record = shown(key, seq_of(request))
+        if record is None:
+            return json({"error": f"no decision of {key}"}, 404)
+        return json(store.explanation(record).to_json())
+
+    # ---- fleet -----------------------------------------------------------------------------
+    def clusters_json(query: str) -> list[dict[str, Any]]:
+        fleet = store.fleet
+        uses: dict[str, int] = {}
+        for clusters in store.decided().values():
+            for c in clusters:
+                uses[c] = uses.get(c, 0) + 1
+        scores: dict[str, list[dict[str, Any]]] = {}
+        for (namespace, resource), score in sorted(fleet.scores.items()):
+            until = score.status.valid_until
+            scores.setdefault(namespace, []).append(
+                {
+                    "resource": resource,
+                    "scores": {s.name: s.value for s in score.status.scores},
+                    "validUntil": pages.iso(until) if until is not None else None,
+                }
+            )
+        out = []
+        for name in sorted(fleet.clusters):
+            if query and query.lower() not in name.lower():
+                continue
+            info = fleet.clusters[name]
+            out.append(
+                {
+                    "name": name,
+                    "labels": dict(info.labels),
+                    "claims": dict(info.claims),
+                    "taints": [f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in info.taints],
+                    "allocatable": {k: str(v) for k, v in info.obj.status.allocatable.items()},
+                    "scores": scores.get(name, []),
+                    "placements": uses.get(name, 0),
+                }
+            )
+        return out
+
+    async def fleet_page(request: web.Request) -> web.Response:
+        query = request.query.get("q", "")
+        clusters = clusters_json(query)
+        page = page_of(request)
+        total_pages = max(1, math.ceil(len(clusters) / PAGE_SIZE))
+        body = pages.fleet_page(
+            clusters[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], len(clusters), query, page, total_pages
+        )
+        return html("Fleet", "fleet", body)
+
+    async def api_fleet(request: web.Request) -> web.Response:
+        return json({"version": store.version, "clusters": clusters_json(request.query.get("q", ""))})
+
+    async def matrix(request: web.Request) -> web.Response:
+        decided = store.decided()
+        uses: dict[str, int] = dict.fromkeys(store.fleet.clusters, 0)
+        for clusters in decided.values():
+            for c in clusters:
+                uses[c] = uses.get(c, 0) + 1
+        sort, psort = request.query.get("sort", "name"), request.query.get("psort", "name")
+        cluster_list = sorted(uses.items(), key=(lambda kv: (-kv[1], kv[0])) if sort == "uses" else None)
+        placement_list = sorted(
+            ((k, len(v)) for k, v in decided.items() if v),
+            key=(lambda kv: (-kv[1], kv[0])) if psort == "size" else None,
+        )
+        page, cols = page_of(request), page_of(request, "cols")
+        paging = (
+            page,
+            max(1, math.ceil(len(cluster_list) / MATRIX_ROWS)),
+            cols,
+            max(1, math.ceil(len(placement_list) / MATRIX_COLS)),
+        )
+        body = pages.matrix_page(
+            cluster_list[(page - 1) * MATRIX_ROWS : page * MATRIX_ROWS],
+            placement_list[(cols - 1) * MATRIX_COLS : cols * MATRIX_COLS],
+            decided,
+            {"sort": sort, "psort": psort},
+            paging,
+        )
+        return html("Clusters × placements", "matrix", body)
+
+    # ---- what-if ---------------------------------------------------------------------------
+    def spec_text(key: str) -> str:
+        found = store.fleet.placements.get(key)
+        if found is None:
+            return ""
+        body = found.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        body = {"apiVersion": found.api_version, "kind": "Placement", **body}
+        return yaml.safe_dump(body, sort_keys=False)
+
+    async def what_if(request: web.Request) -> web.Response:
+        keys = sorted(store.fleet.placements)
+        key = request.query.get("placement") or (keys[0] if keys else "")
+        body = pages.what_if_page(key, keys, spec_text(key), None, None, [], None)
+        return html("What-if", "what-if", body, live=False)
+
+    async def what_if_post(request: web.Request) -> web.Response:
+        form = await request.post()
+        text, key = str(form.get("spec", "")), str(form.get("placement", ""))
+        keys = sorted(store.fleet.placements)
+        error: str | None = None
+        try:
+            parsed = [parse_object(doc, where) for where, doc in documents_of(text, "spec")]
+        except ObjectError as e:
+            parsed, error = [], str(e)
+        if error is None and not (len(parsed) == 1 and isinstance(parsed[0], Placement)):
+            error = "give exactly one Placement"
+        if error is not None:
+            body = pages.what_if_page(key, keys, text, None, None, [], error)
+            return html("What-if", "what-if", body, live=False, status=400)
+        modified = parsed[0]
+        assert isinstance(modified, Placement)
+        now = clock()
+        fleet = store.fleet
+        result = result_json(schedule(modified, fleet, now, options=store.engine), None, modified, fleet, now)
+        latest = store.latest(modified.key)
+        today = None if latest is None or latest.deleted else list(latest.value.get("decisions") or ())
+        verdicts = cluster_verdicts(result["explain"])
+        body = pages.what_if_page(modified.key, keys, text, result, today, verdicts, None)
+        return html("What-if", "what-if", body, live=False)
+
+    # ---- the rest --------------------------------------------------------------------------
+    async def rollouts(_request: web.Request) -> web.Response:
+        body = pages.rollouts_page(store.rollouts_topic_exists, store.prefix + ROLLOUT_DECISIONS)
+        return html("Rollouts", "rollouts", body)
+
+    async def index(_request: web.Request) -> web.Response:
+        raise web.HTTPFound("/placements")
+
+    async def version(_request: web.Request) -> web.Response:
+        return json(store.summary())
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-store",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await response.prepare(request)
+        seen = -1
+        try:
+            while True:
+                current = await store.wait_change(seen, HEARTBEAT_S)
+                if current != seen:
+                    seen = current
+                    await response.write(b"data: " + orjson.dumps(store.summary()) + b"\n\n")
+                else:
+                    await response.write(b": heartbeat\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        return response
+
+    def asset(text: str, content_type: str) -> Handler:
+        async def serve(_request: web.Request) -> web.Response:
+            return web.Response(
+                text=text, content_type=content_type, headers={"Cache-Control": "max-age=300"}
+            )
+
+        return serve
+
+    app.router.add_get("/", index)
+    app.router.add_get("/placements", placements)
+    app.router.add_get("/placements/{namespace}/{name}", placement)
+    app.router.add_get("/fleet", fleet_page)
+    app.router.add_get("/fleet/matrix", matrix)
+    app.router.add_get("/what-if", what_if)
+    app.router.add_post("/what-if", what_if_post)
+    app.router.add_get("/rollouts", rollouts)
+    app.router.add_get("/api/version", version)
+    app.router.add_get("/api/events", events)
+    app.router.add_get("/api/placements", api_placements)
+    app.router.add_get("/api/placements/{namespace}/{name}", api_placement)
+    app.router.add_get("/api/placements/{namespace}/{name}/explanation", api_explanation)
+    app.router.add_get("/api/fleet", api_fleet)
+    app.router.add_get("/static/explorer.css", asset(STYLESHEET, "text/css"))
+    app.router.add_get("/static/explorer.js", asset(SCRIPT, "application/javascript"))
+    return app

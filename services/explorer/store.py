@@ -1,0 +1,153 @@
+"""The explorer's state store: the history read so far and the state in force now.
+
+Fed by `follow` (services/explorer/source.py) with every record of the scheduler's inputs and of
+`decisions`, in the order a BroadcastReader hands them out. It keeps them in the auditor's
+`History`, so an explanation is recomputed exactly as `fleetplace explain` does, and one
+`SourceReplay` advanced to the end of what was read, whose fleet is the fleet *now* (the Fleet
+and What-if pages) and whose decisions are the decisions in force.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fleetplace.services.auditor.explain import Explanation
+from fleetplace.services.auditor.history import DecisionRecord, History, collection_paused
+from fleetplace.services.auditor.replay import SourceReplay
+from fleetplace.services.explorer.explainer import Explainer
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from fleetplace.shared.bus.kafka import TP
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.placement.fleet import Fleet
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+
+# Explanations are recomputed on demand and kept for the pages visited most recently.
+EXPLANATIONS_KEPT = 256
+
+
+class ExplorerStore:
+    """History, the state now, and a version that rises with every change (what live pages watch)."""
+
+    def __init__(
+        self, prefix: str, limits: DecodeLimits = DEFAULT_LIMITS, engine: EngineOptions = DEFAULT_OPTIONS
+    ) -> None:
+        self.prefix = prefix
+        self.limits = limits
+        self.engine = engine
+        self.history = History()
+        self.version = 0
+        self.caught_up = False
+        self.rollouts_topic_exists = False
+        self._ends: dict[TP, int] = {}  # short topic name -> next offset read
+        self._now = SourceReplay(self.history, limits, engine)
+        self._timeline: dict[str, list[DecisionRecord]] = {}
+        self._explainer = Explainer(self.history, limits, engine)
+        self._explanations: OrderedDict[tuple[str, int, int, int], Explanation] = OrderedDict()
+        self._changed = asyncio.Event()
+
+    # ---- feeding ---------------------------------------------------------------------------
+    def add(self, records: Iterable[Record]) -> bool:
+        """Take records from the source; True when any was new (the version rose)."""
+        with collection_paused():
+            return self._add(records)
+
+    def _add(self, records: Iterable[Record]) -> bool:
+        history = self.history
+        added = False
+        for record in records:
+            count = len(history.decisions)
+            history.add(record, self.prefix, self.limits)
+            added = True
+            if len(history.decisions) > count:
+                diff = history.decisions[-1]
+                self._timeline.setdefault(diff.key, []).append(diff)
+            topic = record.topic[len(self.prefix) :] if record.topic.startswith(self.prefix) else record.topic
+            tp = (topic, record.partition)
+            self._ends[tp] = max(self._ends.get(tp, 0), record.offset + 1)
+        if not added:
+            return False
+        history.seal()
+        for diffs in self._timeline.values():
+            diffs.sort(key=lambda d: (d.seq, d.partition, d.offset))
+        self._now.advance(dict(self._ends))
+        self.version += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
+        return True
+
+    def mark_caught_up(self) -> None:
+        if not self.caught_up:
+            self.caught_up = True
+            with collection_paused(freeze=False):
+                self._explainer.park([diffs[-1] for diffs in self._timeline.values()])
+            self.version += 1
+            self._changed.set()
+            self._changed = asyncio.Event()
+
+    async def wait_change(self, seen: int, timeout: float) -> int:
+        """The version once it is past `seen` (or as it is after `timeout` seconds)."""
+        if self.version > seen:
+            return self.version
+        event = self._changed
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+        return self.version
+
+    # ---- reading ---------------------------------------------------------------------------
+    @property
+    def fleet(self) -> Fleet:
+        fleet: Fleet = self._now.processor.fleet
+        return fleet
+
+    def placement_keys(self) -> list[str]:
+        """Every placement that exists now or has a decision history."""
+        return sorted(set(self.fleet.placements) | set(self._timeline))
+
+    def timeline(self, key: str) -> list[DecisionRecord]:
+        """The placement's diffs in seq order."""
+        return self._timeline.get(key, [])
+
+    def latest(self, key: str) -> DecisionRecord | None:
+        diffs = self._timeline.get(key)
+        return diffs[-1] if diffs else None
+
+    def decided(self) -> Mapping[str, frozenset[str]]:
+        """Placement -> the clusters of its latest decision (none once deleted)."""
+        out: dict[str, frozenset[str]] = {}
+        for key, diffs in self._timeline.items():
+            last = diffs[-1]
+            out[key] = frozenset() if last.deleted else frozenset(last.value.get("decisions") or ())
+        return out
+
+    def record(self, key: str, seq: int | None) -> DecisionRecord | None:
+        """A diff of the placement by seq (the latest when None)."""
+        if seq is None:
+            return self.latest(key)
+        return next((d for d in self._timeline.get(key, ()) if d.seq == seq), None)
+
+    def explanation(self, record: DecisionRecord) -> Explanation:
+        """The diff's explanation recomputed from the history, as `fleetplace explain --at` gives it."""
+        key = (record.key, record.seq, record.partition, record.offset)
+        found = self._explanations.get(key)
+        if found is None:
+            with collection_paused(freeze=False):
+                found = self._explainer.explain(record)
+            self._explanations[key] = found
+            while len(self._explanations) > EXPLANATIONS_KEPT:
+                self._explanations.popitem(last=False)
+        else:
+            self._explanations.move_to_end(key)
+        return found
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "caughtUp": self.caught_up,
+            "records": self.history.records_read,
+            "placements": len(self.placement_keys()),
+            "clusters": len(self.fleet.clusters),
+        }

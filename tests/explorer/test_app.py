@@ -1,0 +1,247 @@
+"""The explorer over the demo's history on the test broker: pages, API, numbers, live updates."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fleetplace.services.auditor.explain import explain_record
+from fleetplace.services.auditor.history import History, read_history
+from fleetplace.services.explorer import Explorer, TokenRequired
+from fleetplace.services.explorer.explainer import Explainer
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS
+from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
+from fleetplace.shared.bus.publish import Document, plan_document, to_outgoing
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.placement.options import DEFAULT_OPTIONS
+from fleetplace.shared.settings import Settings
+from fleetplace.shared.testing import running_scheduler
+from tests.explorer.pages import Elements, cluster_rows, timeline_rows
+
+pytestmark = pytest.mark.integration
+
+PLACEMENTS = ("apps/web", "apps/analytics", "apps/monitoring")
+PAGES = (
+    "/placements",
+    "/placements?namespace=apps&condition=Satisfied&q=web",
+    "/placements/apps/web",
+    "/placements/apps/web?seq=1",
+    "/placements/apps/analytics",
+    "/placements/apps/monitoring",
+    "/fleet",
+    "/fleet/matrix",
+    "/fleet/matrix?sort=uses&psort=size",
+    "/what-if?placement=apps/web",
+    "/rollouts",
+)
+
+
+@pytest.fixture
+async def explorer(demo_settings: Settings) -> AsyncIterator[Explorer]:
+    async with Explorer(demo_settings, port=0) as running:
+        await running.wait_caught_up(30)
+        yield running
+
+
+async def _get(url: str, **kwargs: Any) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as http, http.get(url, **kwargs) as response:
+        return response.status, await response.text()
+
+
+async def _history(settings: Settings) -> History:
+    return await read_history(settings.kafka, Topics(settings.topic_prefix))
+
+
+async def test_every_page_renders_with_the_navigation(explorer: Explorer) -> None:
+    for path in PAGES:
+        status, text = await _get(explorer.url + path)
+        assert status == 200, (path, text[:500])
+        page = Elements(text)
+        links = {a["href"] for a in page.with_attr("href")}
+        assert {"/placements", "/fleet", "/fleet/matrix", "/what-if", "/rollouts"} <= links, path
+    status, text = await _get(explorer.url + "/placements/apps/nothing")
+    assert status == 404
+
+
+async def test_placements_list_shows_counts_conditions_and_last_change(
+    explorer: Explorer, demo_settings: Settings
+) -> None:
+    status, text = await _get(explorer.url + "/placements")
+    assert status == 200
+    rows = {a["data-placement"]: int(a["data-selected"]) for a in Elements(text).with_attr("data-placement")}
+    history = await _history(demo_settings)
+    latest = {d.key: d for d in sorted(history.decisions, key=lambda d: d.seq)}
+    assert rows == {k: len(latest[k].value.get("decisions") or ()) for k in PLACEMENTS}
+    assert rows["apps/web"] == 2 and rows["apps/analytics"] == 0  # analytics was deleted
+    assert "Deleted" in text and "toleration-expired:apps/web" in text
+    _, api = await _get(explorer.url + "/api/placements?condition=Deleted")
+    assert [p["placement"] for p in orjson.loads(api)["placements"]] == ["apps/analytics"]
+    _, api = await _get(explorer.url + "/api/placements?q=MONITOR")
+    assert [p["placement"] for p in orjson.loads(api)["placements"]] == ["apps/monitoring"]
+
+
+async def test_timeline_lists_every_diff_with_its_trigger(
+    explorer: Explorer, demo_settings: Settings
+) -> None:
+    history = await _history(demo_settings)
+    for key in PLACEMENTS:
+        _, text = await _get(explorer.url + f"/placements/{key}")
+        recorded = sorted(
+            ((d.seq, str(d.trigger.get("kind"))) for d in history.decisions if d.key == key), reverse=True
+        )
+        assert timeline_rows(text) == recorded, key
+    _, text = await _get(explorer.url + "/placements/apps/web")
+    assert (4, "toleration-expired") in timeline_rows(text)
+
+
+async def test_numbers_shown_are_the_engines_explanation_then(
+    explorer: Explorer, demo_settings: Settings
+) -> None:
+    history = await _history(demo_settings)
+    for d in [d for d in history.decisions if d.key == "apps/web"]:
+        expected = explain_record(history, d, d.now)  # `fleetplace explain --at`'s own walk
+        assert expected.result is not None and expected.reproduced
+        _, text = await _get(explorer.url + f"/placements/apps/web?seq={d.seq}")
+        shown = cluster_rows(text)
+        assert set(shown) == set(expected.result["explain"])
+        for cluster, ex in expected.result["explain"].items():
+            verdict, total, parts = shown[cluster]
+            if "filteredBy" in ex:
+                assert (verdict, total, parts) == ("filtered", None, []), cluster
+                assert ex["reason"] in Elements(text).text
+            else:
+                assert verdict == ("selected" if ex["selected"] else "outranked")
+                assert total == ex["total"]
+                assert sorted(parts) == sorted(
+                    (p, v["score"], v["weight"]) for p, v in ex["prioritizers"].items()
+                )
+        _, api = await _get(explorer.url + f"/api/placements/apps/web/explanation?seq={d.seq}")
+        assert orjson.loads(api) == orjson.loads(orjson.dumps(expected.to_json()))
+
+
+async def test_toleration_and_requeue_are_shown(explorer: Explorer) -> None:
+    _, text = await _get(explorer.url + "/placements/apps/web")
+    page = Elements(text)
+    deadlines = page.with_attr("data-deadline")
+    assert deadlines, "the unreachable taint on west-2 is matched by web's 5 s toleration"
+    assert "cluster.open-cluster-management.io/unreachable:NoSelect" in page.text
+    assert "Next requeue: no timer" in page.text
+
+
+async def test_what_if_picks_from_the_current_fleet_and_diffs_against_today(explorer: Explorer) -> None:
+    spec = (
+        "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n"
+        "metadata: {namespace: apps, name: web}\nspec:\n  numberOfClusters: 1\n"
+        "  predicates: [{requiredClusterSelector: {labelSelector: {matchLabels: {region: edge}}}}]\n"
+    )
+    async with aiohttp.ClientSession() as http:
+        async with http.post(explorer.url + "/what-if", data={"placement": "apps/web", "spec": spec}) as r:
+            assert r.status == 200
+            text = await r.text()
+        async with http.post(
+            explorer.url + "/what-if", data={"placement": "apps/web", "spec": "kind: Nope"}
+        ) as r:
+            assert r.status == 400
+    rows = cluster_rows(text)
+    picked = [c for c, (verdict, _, _) in rows.items() if verdict == "selected"]
+    assert len(picked) == 1 and picked[0].startswith("edge-")
+    page = Elements(text).text
+    assert f"+{picked[0]}" in page and "−east-2" in page and "−west-1" in page
+
+
+async def test_rollouts_say_they_are_not_available_without_their_topic(explorer: Explorer) -> None:
+    _, text = await _get(explorer.url + "/rollouts")
+    assert "Rollouts are not available" in Elements(text).text
+
+
+async def test_live_updates_arrive_while_it_runs(explorer: Explorer, demo_settings: Settings) -> None:
+    before = len(explorer.store.timeline("apps/monitoring"))
+    async with aiohttp.ClientSession() as http, http.get(explorer.url + "/api/events") as events:
+        first = orjson.loads((await events.content.readline()).removeprefix(b"data: "))
+        await events.content.readline()
+        cluster = {
+            "apiVersion": "cluster.open-cluster-management.io/v1",
+            "kind": "ManagedCluster",
+            "metadata": {
+                "name": "edge-3",
+                "labels": {"cluster.open-cluster-management.io/clusterset": "demo", "region": "edge"},
+            },
+            "spec": {"hubAcceptsClient": True},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi"}},
+        }
+        topics = Topics(demo_settings.topic_prefix)
+        producer = make_producer(demo_settings.kafka)
+        await start_client(producer)
+        try:
+            await send_all(producer, to_outgoing(plan_document(Document("test", cluster)), topics))
+        finally:
+            await producer.stop()
+        line = await asyncio.wait_for(events.content.readline(), 10)
+        assert orjson.loads(line.removeprefix(b"data: "))["version"] > first["version"]
+        _, fleet = await _get(explorer.url + "/api/fleet?q=edge-3")
+        assert [c["name"] for c in orjson.loads(fleet)["clusters"]] == ["edge-3"]
+        bootstrap = str(demo_settings.kafka.bootstrap_servers)
+        async with running_scheduler(bootstrap, demo_settings.topic_prefix):
+            for _ in range(200):
+                if len(explorer.store.timeline("apps/monitoring")) > before:
+                    break
+                await asyncio.sleep(0.05)
+    _, text = await _get(explorer.url + "/placements/apps/monitoring")
+    newest = timeline_rows(text)[0]
+    assert newest[0] == before + 1
+    assert "+edge-3" in Elements(text).text
+
+
+async def test_off_loopback_it_needs_a_token(demo_settings: Settings) -> None:
+    with pytest.raises(TokenRequired):
+        Explorer(demo_settings, host="0.0.0.0", port=0)
+    async with Explorer(demo_settings, port=0, token="s3cret") as guarded:
+        await guarded.wait_caught_up(30)
+        status, _ = await _get(guarded.url + "/placements")
+        assert status == 401
+        status, _ = await _get(guarded.url + "/placements", headers={"Authorization": "Bearer s3cret"})
+        assert status == 200
+        # a browser keeps cookies of an IP address host; aiohttp's jar only when told to
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+            async with http.get(guarded.url + "/fleet?token=s3cret") as r:
+                assert r.status == 200 and r.url.path == "/fleet" and "token" not in r.url.query
+            async with http.get(guarded.url + "/fleet") as r:  # the cookie it set
+                assert r.status == 200
+
+
+@pytest.fixture(scope="module")
+def demo_history(demo_settings: Settings) -> History:
+    return asyncio.run(read_history(demo_settings.kafka, Topics(demo_settings.topic_prefix)))
+
+
+def test_fast_forwarded_explanations_equal_the_walked_ones(demo_history: History) -> None:
+    assert len(demo_history.decisions) >= 10
+    for d in demo_history.decisions:
+        walked = explain_record(demo_history, d, d.now)
+        jumped = explain_record(demo_history, d, d.now, fast_forward=True)
+        assert jumped.to_json() == walked.to_json(), (d.key, d.seq)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(order=st.permutations(range(10)), park=st.booleans())
+def test_the_kept_walk_explains_in_any_order_as_explain_does(
+    demo_history: History, order: list[int], park: bool
+) -> None:
+    explainer = Explainer(demo_history, DEFAULT_LIMITS, DEFAULT_OPTIONS)
+    if park:
+        latest = {d.key: d for d in sorted(demo_history.decisions, key=lambda d: d.seq)}
+        explainer.park(list(latest.values()))
+    diffs = demo_history.decisions
+    for i in order:
+        d = diffs[i % len(diffs)]
+        assert explainer.explain(d).to_json() == explain_record(demo_history, d, d.now).to_json(), (
+            d.key,
+            d.seq,
+        )

@@ -1,0 +1,175 @@
+"""The explorer in a real browser: headless Chromium (Debian's package) driven by Selenium.
+
+Walks what a user asking "why did web move?" would: Placements, apps/web, the toleration-expiry
+entry of its timeline, that entry's explanation, the fleet matrix. Screenshots of every page go
+to docs/explorer/ (docs/explorer.md shows them). Skipped, saying why, without /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fleetplace.services.explorer import Explorer
+from fleetplace.shared.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "explorer"
+
+if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
+    pytest.skip(
+        f"no {CHROMIUM} / {CHROMEDRIVER}: apt-get install chromium chromium-driver (.ci/run does)",
+        allow_module_level=True,
+    )
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is in the dev extras")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@contextmanager
+def explorer_thread(settings: Settings) -> Iterator[str]:
+    """The explorer served from a thread with its own event loop (Selenium blocks); its URL."""
+    started = threading.Event()
+    state: dict[str, Any] = {}
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        async with Explorer(settings, port=0) as explorer:
+            await explorer.wait_caught_up(30)
+            state.update(url=explorer.url, stop=stop, loop=asyncio.get_running_loop())
+            started.set()
+            await stop.wait()
+
+    def run() -> None:
+        try:
+            asyncio.run(main())
+        except BaseException as e:
+            state["error"] = e
+            started.set()
+
+    thread = threading.Thread(target=run, name="explorer", daemon=True)
+    thread.start()
+    started.wait(60)
+    if "error" in state or "url" not in state:
+        raise RuntimeError(f"the explorer did not start: {state.get('error')!r}")
+    try:
+        yield str(state["url"])
+    finally:
+        state["loop"].call_soon_threadsafe(state["stop"].set)
+        thread.join(15)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    profile = tempfile.TemporaryDirectory(prefix="explorer-chromium-")
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1280,800",
+        f"--user-data-dir={profile.name}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(str(CHROMEDRIVER)))
+    driver.set_window_size(1280, 800)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        profile.cleanup()
+
+
+def _shot(driver: Any, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def test_a_user_finds_why_web_moved_and_the_fleet_matrix(demo_settings: Settings, browser: Any) -> None:
+    wait = WebDriverWait(browser, 15)
+    with explorer_thread(demo_settings) as url:
+        browser.get(url + "/placements")
+        wait.until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, "tr[data-placement]")))
+        assert "Placements" in browser.title
+        # the keyboard reaches the page: the first Tab lands on the skip link
+        browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+        assert browser.switch_to.active_element.text == "Skip to content"
+        _shot(browser, "placements")
+
+        browser.find_element(By.LINK_TEXT, "web").click()
+        wait.until(expected_conditions.url_contains("/placements/apps/web"))
+        expiry = wait.until(
+            expected_conditions.visibility_of_element_located(
+                (By.CSS_SELECTOR, 'tr[data-trigger="toleration-expired"]')
+            )
+        )
+        assert "+east-2" in expiry.text and "−west-2" in expiry.text
+        # the countdown script ran: the toleration on west-2 shows when it ran out
+        countdown = browser.find_element(By.CSS_SELECTOR, "#tolerations [data-deadline]")
+        wait.until(lambda _: "ran out" in countdown.text)
+        _shot(browser, "placement")
+
+        seq = expiry.get_attribute("data-seq")
+        expiry.find_element(By.TAG_NAME, "a").click()
+        wait.until(expected_conditions.url_contains(f"seq={seq}"))
+        explained = wait.until(expected_conditions.visibility_of_element_located((By.ID, "explained")))
+        assert f"seq {seq}" in explained.text and "toleration-expired" in explained.text
+        assert "reproduces from the topics" in explained.text
+        west_2 = browser.find_element(By.CSS_SELECTOR, 'tr[data-cluster="west-2"]')
+        assert west_2.get_attribute("data-verdict") == "filtered" and "TaintToleration" in west_2.text
+        _shot(browser, "explanation")
+
+        browser.find_element(By.CSS_SELECTOR, 'tr[data-seq="2"] a').click()
+        wait.until(expected_conditions.url_contains("seq=2"))
+        then = wait.until(expected_conditions.visibility_of_element_located((By.ID, "explained")))
+        assert "as it was then" in then.text
+        _shot(browser, "explanation-then")
+
+        browser.find_element(By.LINK_TEXT, "Matrix").click()
+        wait.until(expected_conditions.url_contains("/fleet/matrix"))
+        row = browser.find_element(By.CSS_SELECTOR, 'tr[data-cluster="east-2"]')
+        assert row.text.count("●") == 2  # web and monitoring use east-2 now
+        browser.find_element(By.LINK_TEXT, "placements using them").click()
+        wait.until(expected_conditions.url_contains("sort=uses"))
+        _shot(browser, "matrix")
+
+        browser.find_element(By.LINK_TEXT, "Fleet").click()
+        wait.until(expected_conditions.url_contains("/fleet"))
+        _shot(browser, "fleet")
+
+        browser.get(url + "/what-if?placement=apps/web")
+        spec = browser.find_element(By.ID, "spec")
+        text = spec.get_attribute("value").replace("numberOfClusters: 2", "numberOfClusters: 1")
+        spec.clear()
+        spec.send_keys(text)
+        browser.find_element(By.CSS_SELECTOR, "form[method=post] button").click()
+        picked = wait.until(expected_conditions.visibility_of_element_located((By.ID, "what-if-picked")))
+        assert len(picked.text.split()) == 1  # one of today's two prod clusters
+        assert "removed −" in browser.find_element(By.ID, "what-if-result").text
+        _shot(browser, "what-if")
+
+        browser.get(url + "/rollouts")
+        assert "Rollouts are not available" in browser.find_element(By.TAG_NAME, "main").text
+        _shot(browser, "rollouts")
+
+        browser.set_window_size(420, 800)
+        browser.get(url + "/placements/apps/web")
+        wait.until(expected_conditions.presence_of_element_located((By.ID, "timeline")))
+        _shot(browser, "placement-narrow")

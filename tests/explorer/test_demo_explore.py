@@ -1,0 +1,53 @@
+"""`fleetplace demo --explore`: the acts, then the explorer on the demo's broker until Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_demo_explore_serves_the_explorer_on_its_history_until_interrupted() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "FLEETPLACE_"))}
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "fleetplace.services.cli", "demo", "--explore"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert demo.stdout is not None
+        url, lines = None, []
+        deadline = time.monotonic() + 120
+        while url is None and time.monotonic() < deadline:
+            line = demo.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            found = re.search(r"fleetplace explorer: (http://127\.0\.0\.1:\d+)/placements", line)
+            url = found.group(1) if found else None
+        assert url is not None, "".join(lines)
+        for _ in range(100):  # the explorer catches up with the topics
+            with urllib.request.urlopen(url + "/api/version", timeout=10) as r:
+                if b'"caughtUp":true' in r.read():
+                    break
+            time.sleep(0.1)
+        with urllib.request.urlopen(url + "/placements/apps/web", timeout=10) as r:
+            assert b'data-trigger="toleration-expired"' in r.read()
+        demo.send_signal(signal.SIGINT)
+        out, _ = demo.communicate(timeout=30)
+        assert demo.returncode == 0, out
+        assert "all 7 acts passed" in out
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()

@@ -1,0 +1,169 @@
+"""What the pages show, without a broker: verdicts, filters, tolerations, escaping."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fleetplace.services.explorer import ExplorerStore, create_app
+from fleetplace.services.explorer.pages import verdict_table
+from fleetplace.services.explorer.views import (
+    ClusterVerdict,
+    PlacementFilter,
+    PlacementRow,
+    cluster_verdicts,
+    toleration_expiries,
+)
+from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.api.ocm import ManagedCluster, Placement
+from fleetplace.shared.placement import Fleet, apply_object
+from tests.explorer.pages import cluster_rows
+
+NOW = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
+SCORED = st.fixed_dictionaries(
+    {
+        "total": st.integers(-200, 200),
+        "selected": st.booleans(),
+        "prioritizers": st.dictionaries(
+            st.sampled_from(["Balance", "Steady", "ResourceAllocatableCPU"]),
+            st.fixed_dictionaries({"score": st.integers(-100, 100), "weight": st.integers(-3, 3)}),
+        ),
+    }
+)
+FILTERED = st.fixed_dictionaries(
+    {"filteredBy": st.sampled_from(["Predicate", "TaintToleration"]), "reason": st.text()}
+)
+
+
+@given(st.dictionaries(st.text(min_size=1), st.one_of(SCORED, FILTERED), max_size=12))
+def test_verdicts_rank_selected_then_outranked_then_filtered_and_render_every_number(
+    explain: dict[str, Any],
+) -> None:
+    verdicts = cluster_verdicts(explain)
+    assert sorted(v.cluster for v in verdicts) == sorted(explain)
+    ranks = [("selected", "outranked", "filtered").index(v.verdict) for v in verdicts]
+    assert ranks == sorted(ranks)
+    for a, b in itertools.pairwise(verdicts):
+        if a.verdict == b.verdict and a.total is not None and b.total is not None:
+            assert a.total >= b.total
+    shown = cluster_rows(verdict_table(verdicts))  # names of any text survive escaping
+    for cluster, ex in explain.items():
+        verdict, total, parts = shown[cluster]
+        if "filteredBy" in ex:
+            assert verdict == "filtered" and total is None
+        else:
+            assert total == ex["total"]
+            assert sorted(parts) == sorted(
+                (p, v["score"], v["weight"]) for p, v in ex["prioritizers"].items()
+            )
+
+
+def _row(**kw: Any) -> PlacementRow:
+    base: dict[str, Any] = {
+        "key": "apps/web",
+        "namespace": "apps",
+        "name": "web",
+        "labels": {"team": "blue"},
+        "selected": 2,
+        "wanted": 2,
+        "conditions": (
+            {"type": "PlacementMisconfigured", "status": "False"},
+            {"type": "PlacementSatisfied", "status": "True"},
+        ),
+        "groups": (),
+        "changed_at": None,
+        "trigger": "",
+        "seq": 1,
+        "deleted": False,
+    }
+    return PlacementRow(**(base | kw))
+
+
+def test_filters_match_namespace_label_condition_and_search() -> None:
+    row = _row()
+    assert PlacementFilter().admits(row)
+    assert PlacementFilter(namespace="apps", label="team=blue", condition="Satisfied", query="WE").admits(row)
+    assert not PlacementFilter(namespace="other").admits(row)
+    assert not PlacementFilter(label="team=red").admits(row)
+    assert PlacementFilter(label="team").admits(row)
+    assert not PlacementFilter(condition="Misconfigured").admits(row)
+    broken = _row(
+        conditions=({"type": "PlacementMisconfigured", "status": "True", "message": "bad selector"},)
+    )
+    assert PlacementFilter(condition="Misconfigured").admits(broken)
+    assert broken.misconfigured == "bad selector"
+
+
+def test_tolerations_show_when_each_matched_taint_runs_out() -> None:
+    fleet = Fleet()
+    added = NOW - timedelta(seconds=2)
+    cluster = {
+        "apiVersion": "cluster.open-cluster-management.io/v1",
+        "kind": "ManagedCluster",
+        "metadata": {"name": "c1"},
+        "spec": {
+            "taints": [
+                {"key": "unreachable", "effect": "NoSelect", "timeAdded": added.isoformat()},
+                {"key": "gpu", "effect": "NoSelect", "timeAdded": added.isoformat()},
+            ]
+        },
+    }
+    obj = parse_object(cluster, "c1")
+    assert isinstance(obj, ManagedCluster)
+    apply_object(fleet, obj, cluster)
+    placement = parse_object(
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "Placement",
+            "metadata": {"namespace": "apps", "name": "web"},
+            "spec": {
+                "tolerations": [
+                    {"key": "unreachable", "operator": "Exists", "tolerationSeconds": 5},
+                    {"key": "gpu", "operator": "Exists"},
+                ]
+            },
+        },
+        "web",
+    )
+    assert isinstance(placement, Placement)
+    expiries = toleration_expiries(placement, fleet, frozenset({"c1"}), NOW)
+    assert [(e.taint, e.deadline, e.decided) for e in expiries] == [
+        ("unreachable:NoSelect", added + timedelta(seconds=5), True),
+        ("gpu:NoSelect", None, True),
+    ]
+
+
+async def test_rollouts_page_follows_the_topic() -> None:
+    store = ExplorerStore("p.")
+    async with TestClient(TestServer(create_app(store))) as client:
+        text = await (await client.get("/rollouts")).text()
+        assert "Rollouts are not available" in text and "p.rollout-decisions" in text
+        store.rollouts_topic_exists = True
+        text = await (await client.get("/rollouts")).text()
+        assert "not available" not in text
+        assert (await client.get("/placements")).status == 200  # an empty store renders too
+        assert (await client.get("/static/explorer.js")).status == 200
+
+
+def test_a_verdict_row_is_one_row_whatever_the_cluster_is_called() -> None:
+    hostile = '"><script>alert(1)</script>'
+    html = verdict_table([ClusterVerdict(hostile, "filtered", "<b>why</b>", None, ())])
+    assert "<script>" not in html and "<b>" not in html
+    assert list(cluster_rows(html)) == [hostile]
+
+
+def test_the_command_refuses_to_serve_off_loopback_without_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from fleetplace.services.cli import app
+
+    monkeypatch.delenv("FLEETPLACE_DEBUG_TOKEN", raising=False)
+    result = CliRunner().invoke(app, ["explorer", "-b", "127.0.0.1:1", "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert "give --token" in result.output
