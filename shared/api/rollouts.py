@@ -20,6 +20,7 @@ __all__ = [
     "API_VERSION",
     "REPORTED_STATUSES",
     "PlacementRef",
+    "ReportedStatus",
     "Rollout",
     "RolloutDiff",
     "RolloutSpec",
@@ -33,6 +34,7 @@ API_VERSION = "fleetplace.dev/v1alpha1"
 
 # What a deployer may report; ToApply and TimeOut are the rollout's own words, never reported.
 REPORTED_STATUSES = ("Progressing", "Succeeded", "Failed", "Skip")
+ReportedStatus = Literal["Progressing", "Succeeded", "Failed", "Skip"]
 
 
 class PlacementRef(_Model):
@@ -93,7 +95,7 @@ class RolloutStatusReport(_Model):
     transition time. A report of another revision than the rollout's counts as no report."""
 
     revision: str = Field(min_length=1)
-    status: Literal["Progressing", "Succeeded", "Failed", "Skip"]
+    status: ReportedStatus
     last_transition_time: Time | None = None
     message: str | None = None
 
