@@ -27,8 +27,9 @@ import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
@@ -73,14 +74,27 @@ class Trigger:
         return {"kind": self.kind, "key": self.key}
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
-    """One deployer report as held: the transition time is the record's timestamp when the
-    report has none."""
+class Report(NamedTuple):
+    """One deployer report: the transition time is the record's timestamp when the report has
+    none. Held as `HeldReport`, read back with `Report(*held)`."""
 
     revision: str
-    status: RolloutStatus
-    last_transition_time: Instant
+    status_name: str
+    since_nanos: int
+
+    @property
+    def status(self) -> RolloutStatus:
+        return RolloutStatus(self.status_name)
+
+    @property
+    def last_transition_time(self) -> Instant:
+        return Instant(self.since_nanos)
+
+
+# A report as held: (revision, status, transition time in unix nanos). A plain tuple of atoms,
+# which the garbage collector stops tracking; a worker holds one per (rollout, cluster), and
+# tracked objects would make every full collection walk them all while a status change waits.
+HeldReport = tuple[str, str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,15 +110,23 @@ class HeldRollout:
 
 @dataclass(frozen=True, slots=True)
 class Published:
-    """The last diff published for one rollout (from `rollout-decisions`)."""
+    """The last diff published for one rollout (from `rollout-decisions`).
+
+    The answer is held encoded (`encode_answer`): bytes are compared as fast as nested dicts, and
+    the garbage collector never walks them (a worker holds a thousand-cluster answer per rollout)."""
 
     seq: int
-    answer: Mapping[str, Any]  # the diff's content without seq, time, trigger, inputs, added/removed
+    answer: bytes  # the diff's ANSWER_FIELDS, encoded by `encode_answer`
+    clusters: tuple[str, ...]  # the answer's roll-out-now set
     deleted: bool = False
 
-    @property
-    def clusters(self) -> tuple[str, ...]:
-        return tuple(self.answer.get("clusters", ()))
+    @classmethod
+    def of(cls, seq: int, answer: Mapping[str, Any], deleted: bool = False) -> Published:
+        return cls(seq, encode_answer(answer), tuple(answer["clusters"]), deleted)
+
+    def decoded(self) -> dict[str, Any]:
+        answer: dict[str, Any] = orjson.loads(self.answer)
+        return answer
 
 
 # The fields of a diff that are its answer (compared to decide whether to publish).
@@ -116,6 +138,11 @@ ANSWER_FIELDS = (
     "nextRecheckAt",
     "complete",
 )
+
+
+def encode_answer(answer: Mapping[str, Any]) -> bytes:
+    """The answer's fields with sorted keys: equal answers encode to equal bytes."""
+    return orjson.dumps({f: answer[f] for f in ANSWER_FIELDS}, option=orjson.OPT_SORT_KEYS)
 
 
 def _empty_answer(revision: str) -> dict[str, Any]:
@@ -159,7 +186,7 @@ class RolloutProcessor:
         self.owns: Callable[[str], bool] = owns if owns is not None else (lambda key: True)
         self.rollouts: dict[str, HeldRollout] = {}
         self.placements: dict[str, tuple[DecisionGroup, ...]] = {}
-        self.reports: dict[str, dict[str, Report]] = {}  # rollout key -> cluster -> report
+        self.reports: dict[str, dict[str, HeldReport]] = {}  # rollout key -> cluster -> report
         self.published: dict[str, Published] = {}
         self.dirty: dict[str, Trigger] = {}
         self._referencing: dict[str, set[str]] = {}  # placement key -> rollout keys
@@ -207,7 +234,7 @@ class RolloutProcessor:
                 since = Instant(timestamp_ms * 1_000_000)
             else:
                 raise InvalidRecord(f"rollout-status {key}: no lastTransitionTime and no record timestamp")
-            new = Report(report.revision, RolloutStatus(report.status), since)
+            new = (report.revision, RolloutStatus(report.status).value, since.unix_nanos)
             if new == old:
                 return
             held[cluster] = new
@@ -215,8 +242,8 @@ class RolloutProcessor:
         revision = current.rollout.spec.revision if current is not None else None
         # a report of another revision counts as no report: changing it changes nothing
         if revision is not None and revision in (
-            old.revision if old else None,
-            held[cluster].revision if cluster in held else None,
+            old[0] if old else None,
+            held[cluster][0] if cluster in held else None,
         ):
             self.mark(rollout_key, Trigger("status", key))
 
@@ -282,7 +309,7 @@ class RolloutProcessor:
         except (KeyError, TypeError, ValueError) as e:
             raise InvalidRecord(f"rollout-decisions {key}: not a rollout diff: {e}") from None
         if not self.holds(key, seq):
-            self.published[key] = Published(seq, answer, bool(value.get("deleted", False)))
+            self.published[key] = Published.of(seq, answer, bool(value.get("deleted", False)))
 
     # ---- timers -------------------------------------------------------------------------
     def _arm(self, key: str, at: Instant | None) -> None:
@@ -346,18 +373,18 @@ class RolloutProcessor:
             self._arm(key, None)
             if pub is None or pub.deleted:
                 return None
-            answer = _empty_answer(str(pub.answer.get("revision", "")))
+            answer = _empty_answer(str(pub.decoded().get("revision", "")))
             deleted = True
         else:
             answer, recheck_at = self.answer(held, now)
             self._arm(key, recheck_at)
-            if pub is not None and not pub.deleted and pub.answer == answer:
+            if pub is not None and not pub.deleted and pub.answer == encode_answer(answer):
                 return None
             deleted = False
         before = set(pub.clusters) if pub is not None and not pub.deleted else set()
         after = set(answer["clusters"])
         seq = (pub.seq if pub is not None else 0) + 1
-        self.published[key] = Published(seq, answer, deleted)
+        self.published[key] = Published.of(seq, answer, deleted)
         diff: dict[str, Any] = {
             "schemaVersion": SCHEMA_VERSION,
             "rollout": key,
@@ -377,7 +404,9 @@ class RolloutProcessor:
         """What the rollout function says for every placementRef now, and the next recheck time."""
         spec = held.rollout.spec
         revision = spec.revision
-        reports = {c: r for c, r in self.reports.get(held.rollout.key, {}).items() if r.revision == revision}
+        reports = {
+            c: Report(*r) for c, r in self.reports.get(held.rollout.key, {}).items() if r[0] == revision
+        }
         groups_of = [self.placements.get(p) for p in held.placements]
         placed: set[str] = set()
         for groups in groups_of:
@@ -455,7 +484,7 @@ class RolloutProcessor:
         pub = self.published.get(key)
         if pub is None or pub.deleted:
             return None
-        return {"schemaVersion": SCHEMA_VERSION, "rollout": key, "seq": pub.seq, **pub.answer}
+        return {"schemaVersion": SCHEMA_VERSION, "rollout": key, "seq": pub.seq, **pub.decoded()}
 
     def forget(self, key: str) -> None:
         """Forget a rollout whose partition this instance no longer owns: its object, its reports,

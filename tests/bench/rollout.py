@@ -50,6 +50,9 @@ async def main(rollouts: int, clusters: int, reports: int) -> None:
         names = [c for _, cs in groups for c in cs]
         producer = make_producer(bootstrap, linger_ms=20, max_batch_size=262144)
         await start_client(producer)
+        # a latency sample's report is sent on its own: no batching delay in front of it
+        single = make_producer(bootstrap, linger_ms=0)
+        await start_client(single)
         keys = [f"ns{i % 10}/r{i:04d}" for i in range(rollouts)]
         inputs = []
         for key in keys:
@@ -104,7 +107,7 @@ async def main(rollouts: int, clusters: int, reports: int) -> None:
                         before = len(state.arrivals)
                         t1 = time.monotonic()
                         await send_all(
-                            producer,
+                            single,
                             [
                                 OutgoingRecord(
                                     topics.rollout_status,
@@ -128,6 +131,7 @@ async def main(rollouts: int, clusters: int, reports: int) -> None:
             )  # type: ignore[misc]
         finally:
             await producer.stop()
+            await single.stop()
         emit(
             {
                 "bench": "rollout",
