@@ -23,6 +23,7 @@ How the rollout function's cluster statuses are built, per placementRef (docs/ro
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -110,26 +111,29 @@ class HeldRollout:
 
 @dataclass(frozen=True, slots=True)
 class Published:
-    """The last diff published for one rollout (from `rollout-decisions`).
-
-    The answer is held encoded (`encode_answer`): bytes are compared as fast as nested dicts, and
-    the garbage collector never walks them (a worker holds a thousand-cluster answer per rollout)."""
+    """The last diff published for one rollout (from `rollout-decisions`): what the next diff is
+    computed against. The full answer is not held: its digest says whether it changed (a worker
+    would otherwise hold a thousand-cluster answer per rollout, which every full garbage
+    collection walks while a status change waits)."""
 
     seq: int
-    answer: bytes  # the diff's ANSWER_FIELDS, encoded by `encode_answer`
-    clusters: tuple[str, ...]  # the answer's roll-out-now set
+    revision: str
+    clusters: tuple[str, ...]  # the roll-out-now set
+    digest: str | None  # answer_digest of the answer; None: unknown, so the next answer differs
     deleted: bool = False
 
-    @classmethod
-    def of(cls, seq: int, answer: Mapping[str, Any], deleted: bool = False) -> Published:
-        return cls(seq, encode_answer(answer), tuple(answer["clusters"]), deleted)
 
-    def decoded(self) -> dict[str, Any]:
-        answer: dict[str, Any] = orjson.loads(self.answer)
-        return answer
+@dataclass(frozen=True, slots=True)
+class RolloutChange:
+    """What one evaluation publishes: the diff (`rollout-decisions`) and the current state
+    (`rollout-state`; None once the rollout is deleted: a tombstone)."""
+
+    diff: dict[str, Any]
+    state: dict[str, Any] | None
 
 
-# The fields of a diff that are its answer (compared to decide whether to publish).
+# The fields of a rollout's answer: its state record without schemaVersion, rollout and seq. A
+# diff is published when they change (compared through `answer_digest`).
 ANSWER_FIELDS = (
     "revision",
     "clusters",
@@ -140,9 +144,10 @@ ANSWER_FIELDS = (
 )
 
 
-def encode_answer(answer: Mapping[str, Any]) -> bytes:
-    """The answer's fields with sorted keys: equal answers encode to equal bytes."""
-    return orjson.dumps({f: answer[f] for f in ANSWER_FIELDS}, option=orjson.OPT_SORT_KEYS)
+def answer_digest(answer: Mapping[str, Any]) -> str:
+    """A digest of the answer's fields (keys sorted): equal answers, equal digests."""
+    encoded = orjson.dumps({f: answer[f] for f in ANSWER_FIELDS}, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(encoded, digest_size=16).hexdigest()
 
 
 def _empty_answer(revision: str) -> dict[str, Any]:
@@ -305,11 +310,19 @@ class RolloutProcessor:
             return
         try:
             seq = int(value["seq"])
-            answer = {f: value[f] for f in ANSWER_FIELDS}
+            revision = str(value["revision"])
+            clusters = tuple(str(c) for c in value["clusters"])
         except (KeyError, TypeError, ValueError) as e:
             raise InvalidRecord(f"rollout-decisions {key}: not a rollout diff: {e}") from None
+        digest = value.get("answerDigest")
         if not self.holds(key, seq):
-            self.published[key] = Published.of(seq, answer, bool(value.get("deleted", False)))
+            self.published[key] = Published(
+                seq,
+                revision,
+                clusters,
+                digest if isinstance(digest, str) else None,
+                bool(value.get("deleted")),
+            )
 
     # ---- timers -------------------------------------------------------------------------
     def _arm(self, key: str, at: Instant | None) -> None:
@@ -347,9 +360,9 @@ class RolloutProcessor:
     # ---- evaluation ---------------------------------------------------------------------
     def evaluate(
         self, now: datetime | Instant, inputs: Mapping[str, int], limit: int | None = None
-    ) -> list[dict[str, Any]]:
-        """Evaluate marked rollouts (all, or the first `limit` in key order) and return the diffs
-        of those whose answer changed."""
+    ) -> list[RolloutChange]:
+        """Evaluate marked rollouts (all, or the first `limit` in key order) and return the
+        changes of those whose answer changed."""
         instant = now if isinstance(now, Instant) else Instant.from_datetime(now)
         keys = sorted(self.dirty)
         if limit is not None:
@@ -359,46 +372,59 @@ class RolloutProcessor:
             trigger = self.dirty.pop(key)
             if not self.owns(key):
                 continue
-            diff = self._evaluate_one(key, trigger, instant, inputs)
-            if diff is not None:
-                diffs.append(diff)
+            change = self._evaluate_one(key, trigger, instant, inputs)
+            if change is not None:
+                diffs.append(change)
         return diffs
 
     def _evaluate_one(
         self, key: str, trigger: Trigger, now: Instant, inputs: Mapping[str, int]
-    ) -> dict[str, Any] | None:
+    ) -> RolloutChange | None:
         held = self.rollouts.get(key)
         pub = self.published.get(key)
         if held is None:
             self._arm(key, None)
             if pub is None or pub.deleted:
                 return None
-            answer = _empty_answer(str(pub.decoded().get("revision", "")))
+            answer = _empty_answer(pub.revision)
+            digest = answer_digest(answer)
             deleted = True
         else:
             answer, recheck_at = self.answer(held, now)
             self._arm(key, recheck_at)
-            if pub is not None and not pub.deleted and pub.answer == encode_answer(answer):
+            digest = answer_digest(answer)
+            if pub is not None and not pub.deleted and pub.digest == digest:
                 return None
             deleted = False
         before = set(pub.clusters) if pub is not None and not pub.deleted else set()
         after = set(answer["clusters"])
         seq = (pub.seq if pub is not None else 0) + 1
-        self.published[key] = Published.of(seq, answer, deleted)
+        self.published[key] = Published(seq, answer["revision"], tuple(answer["clusters"]), digest, deleted)
+        # The diff is the change: the set's additions and removals, and per placement what is not
+        # the set (timed out, removed, breach, error); the full listing is on the state.
         diff: dict[str, Any] = {
             "schemaVersion": SCHEMA_VERSION,
             "rollout": key,
             "seq": seq,
+            "revision": answer["revision"],
             "evaluatedAt": now.rfc3339(),
             "trigger": trigger.to_json(),
+            "clusters": answer["clusters"],
             "added": sorted(after - before),
             "removed": sorted(before - after),
-            **answer,
+            "placements": [
+                {f: v for f, v in entry.items() if f != "clustersToRollout"} for entry in answer["placements"]
+            ],
+            "maxFailureBreach": answer["maxFailureBreach"],
+            "nextRecheckAt": answer["nextRecheckAt"],
+            "complete": answer["complete"],
+            "answerDigest": digest,
             "inputs": dict(inputs),
         }
         if deleted:
             diff["deleted"] = True
-        return diff
+            return RolloutChange(diff, None)
+        return RolloutChange(diff, {"schemaVersion": SCHEMA_VERSION, "rollout": key, "seq": seq, **answer})
 
     def answer(self, held: HeldRollout, now: Instant) -> tuple[dict[str, Any], Instant | None]:
         """What the rollout function says for every placementRef now, and the next recheck time."""
@@ -479,13 +505,6 @@ class RolloutProcessor:
         return answer, recheck_at
 
     # ---- views --------------------------------------------------------------------------
-    def state(self, key: str) -> dict[str, Any] | None:
-        """The current state record of a rollout (topic `rollout-state`); None once deleted."""
-        pub = self.published.get(key)
-        if pub is None or pub.deleted:
-            return None
-        return {"schemaVersion": SCHEMA_VERSION, "rollout": key, "seq": pub.seq, **pub.decoded()}
-
     def forget(self, key: str) -> None:
         """Forget a rollout whose partition this instance no longer owns: its object, its reports,
         its last diff and its pending work (they are read again if the partition comes back)."""

@@ -23,7 +23,7 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
-from fleetplace.services.rollout.core import InvalidRecord, RolloutProcessor
+from fleetplace.services.rollout.core import InvalidRecord, RolloutChange, RolloutProcessor
 from fleetplace.services.scheduler.worker import Clock
 from fleetplace.shared.api.objects import ObjectError
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
@@ -289,30 +289,33 @@ class RolloutWorker:
         try:
             while self.processor.dirty and self._caught_up:
                 n = min(len(self.processor.dirty), EVALUATION_SLICE)
-                diffs = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
+                changes = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
                 self.metrics.evaluations.inc(n)
-                if diffs:
-                    sends.append(asyncio.create_task(send_all(self.producer, self._diff_records(diffs, now))))
+                if changes:
+                    sends.append(
+                        asyncio.create_task(send_all(self.producer, self._diff_records(changes, now)))
+                    )
                 await asyncio.sleep(0)
             await asyncio.gather(*sends)
         finally:
             for task in sends:
                 task.cancel()
 
-    def _diff_records(self, diffs: list[dict[str, Any]], now: datetime) -> list[OutgoingRecord]:
+    def _diff_records(self, changes: list[RolloutChange], now: datetime) -> list[OutgoingRecord]:
         out: list[OutgoingRecord] = []
         diff_stamp = HeaderStamp("io.fleetplace.rollout-decisions", self.source, now)
         state_stamp = HeaderStamp("io.fleetplace.rollout-state", self.source, now)
-        for diff in diffs:
-            key, seq = diff["rollout"], int(diff["seq"])
+        for change in changes:
+            key, seq = change.diff["rollout"], int(change.diff["seq"])
             out.append(
-                OutgoingRecord(self.topics.rollout_decisions, key, encode_json(diff), diff_stamp.headers(seq))
+                OutgoingRecord(
+                    self.topics.rollout_decisions, key, encode_json(change.diff), diff_stamp.headers(seq)
+                )
             )
-            state = self.processor.state(key)
-            value = None if state is None else encode_json(state)
+            value = None if change.state is None else encode_json(change.state)
             out.append(OutgoingRecord(self.topics.rollout_state, key, value, state_stamp.headers(seq)))
-        self.metrics.diffs.inc(len(diffs))
-        self.published += len(diffs)
+        self.metrics.diffs.inc(len(changes))
+        self.published += len(changes)
         return out
 
 
