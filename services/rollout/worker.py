@@ -50,6 +50,8 @@ log = get_logger("fleetplace.rollout")
 GROUP_TOPICS = ("rollouts", "rollout-status", "rollout-decisions")
 # Rollouts evaluated between two turns of the event loop.
 EVALUATION_SLICE = 200
+# Records taken into one batch, at most, when more are already fetched (see `_drain`).
+BATCH_LIMIT = 100_000
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_INTERVAL_MS = 1000
 
@@ -202,6 +204,8 @@ class RolloutWorker:
                 if group_poll in done:
                     records = group_poll.result()
                     group_poll = None
+                    if records:
+                        records = await self._drain(group, records)
                     outgoing.extend(self._consume_all(records))
                     if not records and not self._caught_up and self._assigned:
                         tps = [(self.topics.name(t), p) for t in GROUP_TOPICS for p in sorted(self._assigned)]
@@ -221,6 +225,17 @@ class RolloutWorker:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+    async def _drain(self, group: Any, records: list[Record]) -> list[Record]:
+        """Add the records already fetched to the batch (up to BATCH_LIMIT) without waiting: when
+        the worker is behind, more reports coalesce into one evaluation per rollout."""
+        batch = list(records)
+        while len(batch) < BATCH_LIMIT:
+            more = await poll(group, timeout_ms=0, max_records=BATCH_LIMIT - len(batch))
+            if not more:
+                break
+            batch.extend(more)
+        return batch
 
     def _consume_all(self, records: Iterable[Record]) -> list[OutgoingRecord]:
         out = []
