@@ -224,3 +224,32 @@ def test_a_diff_without_a_digest_from_an_older_worker_is_published_over_once() -
     again = one(fresh, at(0))
     assert (again["seq"], again["clusters"], again["added"], again["removed"]) == (2, ["c1"], [], [])
     assert fresh.evaluate(at(0), {}) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["c1", "c2", "c3", "c4", "c5"]),
+            st.sampled_from(["Progressing", "Succeeded", "Failed", "Skip"]),
+            st.integers(min_value=0, max_value=20),
+        ),
+        max_size=12,
+    )
+)
+def test_folding_the_diffs_gives_every_state_and_equal_answers_share_a_digest(
+    reports: list[tuple[str, str, int]],
+) -> None:
+    p = started()
+    held: set[str] = set()
+    digests: dict[str, str] = {}
+    for minute, (cluster, status, age) in enumerate(reports):
+        p.apply("rollout-status", f"apps/web/{cluster}", report(status, at=rfc(minute - age)))
+        p.tick(at(minute))
+        for c in p.evaluate(at(minute), {}):
+            assert c.state is not None
+            assert set(c.diff["added"]).isdisjoint(held) and set(c.diff["removed"]) <= held
+            held = (held - set(c.diff["removed"])) | set(c.diff["added"])
+            assert sorted(held) == c.diff["clusters"] == c.state["clusters"]
+            answer = repr({k: v for k, v in c.state.items() if k not in ("seq",)})
+            assert digests.setdefault(answer, c.diff["answerDigest"]) == c.diff["answerDigest"]
