@@ -104,7 +104,7 @@ class Reported:
     """The last report of a cluster this deployer knows of (its own, or read back on start)."""
 
     revision: str
-    status: str
+    status: ReportedStatus
 
 
 async def _call(fn: Callable[[str], Any], cluster: str) -> Any:

@@ -90,9 +90,17 @@ async def test_a_failing_canary_breaches_and_stops_the_rollout(
         deployer, final = await deploy(broker, topics, fake)
         assert final is not None and final.max_failure_breach and not final.complete
         assert deployer.reported["c1"] == Reported("v1", "Failed")
-        await asyncio.sleep(0.5)  # nothing else happens: no other cluster is rolled out
-        assert fake.applied == ["c1"]
-        assert (bus.last("apps/web") or {}).get("clusters") == ["c1"]
+        # the rollout stays stopped: a deployer that keeps following it applies nothing more
+        again = FakeCluster()
+        follower = RolloutDeployer(
+            broker, "apps/web", again.apply, again.healthy, prefix=topics.prefix, poll_interval=0.05
+        )
+        following = asyncio.create_task(follower.run())
+        await asyncio.sleep(1.0)
+        follower.stop()
+        last = await asyncio.wait_for(following, 10)
+        assert fake.applied == ["c1"] and again.applied == []
+        assert last is not None and last.clusters == ("c1",) and last.max_failure_breach
 
 
 async def test_a_restarted_deployer_resumes_without_applying_a_succeeded_cluster_again(
