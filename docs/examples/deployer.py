@@ -1,15 +1,18 @@
-"""A deployer that follows fleetplace's decisions: deploy where a cluster is added, undeploy where
-one is removed, and survive restarts without acting twice.
+"""A deployer for one fleetplace rollout: apply the revision where the rollout says, report back.
 
-    python docs/examples/deployer.py --bootstrap 127.0.0.1:9092            # follow forever
-    python docs/examples/deployer.py --bootstrap 127.0.0.1:9092 --once     # catch up, then exit
+    python docs/examples/deployer.py apps/web --bootstrap 127.0.0.1:9092          # follow forever
+    python docs/examples/deployer.py apps/web --until-settled                      # stop when done
+    python docs/examples/deployer.py apps/web --until-settled --fail east-2        # a failing cluster
 
-Its state file (default: $XDG_STATE_HOME/fleetplace/deployer-state.json, else
-~/.local/state/fleetplace/deployer-state.json; --state to choose) holds the subscriber's
-position (next offsets, applied seqs, current view) together with what it deployed, written atomically after each diff: a restart resumes exactly
-after the last diff it acted on. Replace `deploy`/`undeploy` with real work (a GitOps commit,
-an API call); make them idempotent, because a crash between acting and saving replays that one
-diff after the restart.
+`RolloutDeployer` follows the rollout's current answer on `rollout-state`, calls `apply` for each
+cluster the rollout says to roll out to now, polls `healthy` until it says yes, and reports
+`Progressing` / `Succeeded` / `Failed` on `rollout-status` — which is what moves the rollout on.
+
+Here "applying" writes the revision to a file per cluster in the user's state directory
+($XDG_STATE_HOME/fleetplace/deployer, else ~/.local/state/fleetplace/deployer; --state to
+choose), and a cluster is healthy once its file holds the revision. Replace both with real work
+(a GitOps commit, an API call, a health endpoint). The deployer itself keeps nothing: kill it
+and start it again, and it reads its own reports back and applies nothing twice.
 """
 
 from __future__ import annotations
@@ -17,79 +20,87 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import signal
+import threading
 from pathlib import Path
-from typing import Any
 
-from fleetplace.subscriber import DecisionSubscriber, SubscriberPosition
-
-
-def deploy(placement: str, cluster: str) -> None:
-    print(f"deploy   {placement} -> {cluster}", flush=True)
+from fleetplace.subscriber import RolloutDeployer, settled
 
 
-def undeploy(placement: str, cluster: str) -> None:
-    print(f"undeploy {placement} -> {cluster}", flush=True)
-
-
-def load(path: Path) -> tuple[SubscriberPosition | None, dict[str, list[str]]]:
-    if not path.exists():
-        return None, {}
-    state: dict[str, Any] = json.loads(path.read_text())
-    return SubscriberPosition.model_validate(state["position"]), state["deployed"]
-
-
-def default_state_path() -> Path:
+def default_state_dir() -> Path:
     """Outside any checkout: the user's state directory (XDG Base Directory)."""
     base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "fleetplace" / "deployer-state.json"
+    return Path(base) / "fleetplace" / "deployer"
 
 
-def save(path: Path, position: SubscriberPosition, deployed: dict[str, list[str]]) -> None:
-    """One atomic write: the position never runs ahead of (or behind) what was deployed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    state = {"position": position.model_dump(mode="json"), "deployed": deployed}
-    tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+class FileTarget:
+    """A stand-in for the clusters: one file per cluster holding the revision applied there."""
+
+    def __init__(self, root: Path, rollout: str, failing: set[str]) -> None:
+        self.root = root / rollout
+        self.failing = failing
+        self.revision = ""
+        self.lock = threading.Lock()  # plain functions run in threads, several at once
+
+    def say(self, what: str, cluster: str) -> None:
+        with self.lock:
+            print(f"{what:<8} {cluster} {self.revision}", flush=True)
+
+    def apply(self, cluster: str) -> None:
+        if cluster in self.failing:
+            raise RuntimeError(f"cannot reach {cluster}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        (self.root / cluster).write_text(self.revision)
+        self.say("apply", cluster)
+
+    def healthy(self, cluster: str) -> bool:
+        path = self.root / cluster
+        ok = path.exists() and path.read_text() == self.revision
+        if ok:
+            self.say("healthy", cluster)
+        return ok
 
 
-async def run(bootstrap: str, prefix: str, state_path: Path, follow: bool) -> None:
-    position, deployed = load(state_path)
-    async with DecisionSubscriber(bootstrap, prefix=prefix, position=position, follow=follow) as subscriber:
-        async for diff in subscriber:
-            for cluster in diff.removed:
-                undeploy(diff.placement, cluster)
-            for cluster in diff.added:
-                deploy(diff.placement, cluster)
-            if diff.deleted:
-                deployed.pop(diff.placement, None)
-            else:
-                deployed[diff.placement] = list(diff.decisions)
-            save(state_path, subscriber.position(), deployed)
-        for gap in subscriber.gaps:
-            print(f"warning: {gap.placement}: seq {gap.expected}..{gap.got - 1} never seen", flush=True)
+async def run(args: argparse.Namespace) -> None:
+    target = FileTarget(args.state, args.rollout, set(args.fail))
+    deployer: RolloutDeployer
+
+    def apply(cluster: str) -> None:
+        state = deployer.state
+        target.revision = state.revision if state is not None else ""
+        target.apply(cluster)
+
+    deployer = RolloutDeployer(
+        args.bootstrap, args.rollout, apply, target.healthy, prefix=args.prefix, poll_interval=args.poll
+    )
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, deployer.stop)  # finishes the step under way, then returns
+    final = await deployer.run(until=settled if args.until_settled else None)
+    if final is not None:
+        outcome = (
+            "complete"
+            if final.complete
+            else "maxFailures breached"
+            if final.max_failure_breach
+            else "stopped"
+        )
+        print(f"{args.rollout} {final.revision}: {outcome}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("rollout", help="NAMESPACE/NAME of the Rollout")
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
     parser.add_argument("--prefix", default=os.environ.get("FLEETPLACE_TOPIC_PREFIX", "fleetplace."))
-    parser.add_argument("--state", type=Path, default=default_state_path())
-    parser.add_argument("--once", action="store_true", help="Exit once caught up.")
+    parser.add_argument("--state", type=Path, default=default_state_dir(), help="Where the files go.")
+    parser.add_argument("--poll", type=float, default=1.0, help="Seconds between health checks.")
+    parser.add_argument("--fail", action="append", default=[], help="A cluster whose apply fails.")
+    parser.add_argument("--until-settled", action="store_true", help="Exit once complete or breached.")
     args = parser.parse_args(argv)
-
-    async def guarded() -> None:
-        task = asyncio.create_task(run(args.bootstrap, args.prefix, args.state, follow=not args.once))
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
-        with contextlib.suppress(asyncio.CancelledError):
-            await task  # on a signal: the state file already holds the last diff acted on
-
-    asyncio.run(guarded())
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":

@@ -84,10 +84,14 @@ DESCRIPTIONS: dict[str, str] = {
         "(murmur2 of the rollout's key), not of the whole key; a misrouted report is dead-lettered."
     ),
     "rollout-decisions": (
-        "One rollout diff per change of a rollout's answer: which clusters to roll out to now (+/-), "
-        "timed out, removed, breach, next recheck, inputs. The log (never compacted)."
+        "One rollout diff per change of a rollout's answer: the clusters to roll out to now and what "
+        "was added to and removed from them, timed out, removed, breach, next recheck, complete, "
+        "inputs. The log (never compacted); the full listing is on rollout-state."
     ),
-    "rollout-state": "The current answer of each rollout (compacted; a tombstone once the rollout is deleted).",
+    "rollout-state": (
+        "The current answer of each rollout, every cluster to roll out to with its status, soak end "
+        "or deadline (compacted; a tombstone once the rollout is deleted)."
+    ),
 }
 
 # Who reads and who writes each topic (AsyncAPI operations, from fleetplace's side).

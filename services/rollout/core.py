@@ -23,12 +23,14 @@ How the rollout function's cluster statuses are built, per placementRef (docs/ro
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
@@ -73,14 +75,27 @@ class Trigger:
         return {"kind": self.kind, "key": self.key}
 
 
-@dataclass(frozen=True, slots=True)
-class Report:
-    """One deployer report as held: the transition time is the record's timestamp when the
-    report has none."""
+class Report(NamedTuple):
+    """One deployer report: the transition time is the record's timestamp when the report has
+    none. Held as `HeldReport`, read back with `Report(*held)`."""
 
     revision: str
-    status: RolloutStatus
-    last_transition_time: Instant
+    status_name: str
+    since_nanos: int
+
+    @property
+    def status(self) -> RolloutStatus:
+        return RolloutStatus(self.status_name)
+
+    @property
+    def last_transition_time(self) -> Instant:
+        return Instant(self.since_nanos)
+
+
+# A report as held: (revision, status, transition time in unix nanos). A plain tuple of atoms,
+# which the garbage collector stops tracking; a worker holds one per (rollout, cluster), and
+# tracked objects would make every full collection walk them all while a status change waits.
+HeldReport = tuple[str, str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,18 +111,29 @@ class HeldRollout:
 
 @dataclass(frozen=True, slots=True)
 class Published:
-    """The last diff published for one rollout (from `rollout-decisions`)."""
+    """The last diff published for one rollout (from `rollout-decisions`): what the next diff is
+    computed against. The full answer is not held: its digest says whether it changed (a worker
+    would otherwise hold a thousand-cluster answer per rollout, which every full garbage
+    collection walks while a status change waits)."""
 
     seq: int
-    answer: Mapping[str, Any]  # the diff's content without seq, time, trigger, inputs, added/removed
+    revision: str
+    clusters: tuple[str, ...]  # the roll-out-now set
+    digest: str | None  # answer_digest of the answer; None: unknown, so the next answer differs
     deleted: bool = False
 
-    @property
-    def clusters(self) -> tuple[str, ...]:
-        return tuple(self.answer.get("clusters", ()))
+
+@dataclass(frozen=True, slots=True)
+class RolloutChange:
+    """What one evaluation publishes: the diff (`rollout-decisions`) and the current state
+    (`rollout-state`; None once the rollout is deleted: a tombstone)."""
+
+    diff: dict[str, Any]
+    state: dict[str, Any] | None
 
 
-# The fields of a diff that are its answer (compared to decide whether to publish).
+# The fields of a rollout's answer: its state record without schemaVersion, rollout and seq. A
+# diff is published when they change (compared through `answer_digest`).
 ANSWER_FIELDS = (
     "revision",
     "clusters",
@@ -116,6 +142,12 @@ ANSWER_FIELDS = (
     "nextRecheckAt",
     "complete",
 )
+
+
+def answer_digest(answer: Mapping[str, Any]) -> str:
+    """A digest of the answer's fields (keys sorted): equal answers, equal digests."""
+    encoded = orjson.dumps({f: answer[f] for f in ANSWER_FIELDS}, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(encoded, digest_size=16).hexdigest()
 
 
 def _empty_answer(revision: str) -> dict[str, Any]:
@@ -159,7 +191,7 @@ class RolloutProcessor:
         self.owns: Callable[[str], bool] = owns if owns is not None else (lambda key: True)
         self.rollouts: dict[str, HeldRollout] = {}
         self.placements: dict[str, tuple[DecisionGroup, ...]] = {}
-        self.reports: dict[str, dict[str, Report]] = {}  # rollout key -> cluster -> report
+        self.reports: dict[str, dict[str, HeldReport]] = {}  # rollout key -> cluster -> report
         self.published: dict[str, Published] = {}
         self.dirty: dict[str, Trigger] = {}
         self._referencing: dict[str, set[str]] = {}  # placement key -> rollout keys
@@ -207,7 +239,7 @@ class RolloutProcessor:
                 since = Instant(timestamp_ms * 1_000_000)
             else:
                 raise InvalidRecord(f"rollout-status {key}: no lastTransitionTime and no record timestamp")
-            new = Report(report.revision, RolloutStatus(report.status), since)
+            new = (report.revision, RolloutStatus(report.status).value, since.unix_nanos)
             if new == old:
                 return
             held[cluster] = new
@@ -215,8 +247,8 @@ class RolloutProcessor:
         revision = current.rollout.spec.revision if current is not None else None
         # a report of another revision counts as no report: changing it changes nothing
         if revision is not None and revision in (
-            old.revision if old else None,
-            held[cluster].revision if cluster in held else None,
+            old[0] if old else None,
+            held[cluster][0] if cluster in held else None,
         ):
             self.mark(rollout_key, Trigger("status", key))
 
@@ -278,11 +310,19 @@ class RolloutProcessor:
             return
         try:
             seq = int(value["seq"])
-            answer = {f: value[f] for f in ANSWER_FIELDS}
+            revision = str(value["revision"])
+            clusters = tuple(str(c) for c in value["clusters"])
         except (KeyError, TypeError, ValueError) as e:
             raise InvalidRecord(f"rollout-decisions {key}: not a rollout diff: {e}") from None
+        digest = value.get("answerDigest")
         if not self.holds(key, seq):
-            self.published[key] = Published(seq, answer, bool(value.get("deleted", False)))
+            self.published[key] = Published(
+                seq,
+                revision,
+                clusters,
+                digest if isinstance(digest, str) else None,
+                bool(value.get("deleted")),
+            )
 
     # ---- timers -------------------------------------------------------------------------
     def _arm(self, key: str, at: Instant | None) -> None:
@@ -320,9 +360,9 @@ class RolloutProcessor:
     # ---- evaluation ---------------------------------------------------------------------
     def evaluate(
         self, now: datetime | Instant, inputs: Mapping[str, int], limit: int | None = None
-    ) -> list[dict[str, Any]]:
-        """Evaluate marked rollouts (all, or the first `limit` in key order) and return the diffs
-        of those whose answer changed."""
+    ) -> list[RolloutChange]:
+        """Evaluate marked rollouts (all, or the first `limit` in key order) and return the
+        changes of those whose answer changed."""
         instant = now if isinstance(now, Instant) else Instant.from_datetime(now)
         keys = sorted(self.dirty)
         if limit is not None:
@@ -332,52 +372,67 @@ class RolloutProcessor:
             trigger = self.dirty.pop(key)
             if not self.owns(key):
                 continue
-            diff = self._evaluate_one(key, trigger, instant, inputs)
-            if diff is not None:
-                diffs.append(diff)
+            change = self._evaluate_one(key, trigger, instant, inputs)
+            if change is not None:
+                diffs.append(change)
         return diffs
 
     def _evaluate_one(
         self, key: str, trigger: Trigger, now: Instant, inputs: Mapping[str, int]
-    ) -> dict[str, Any] | None:
+    ) -> RolloutChange | None:
         held = self.rollouts.get(key)
         pub = self.published.get(key)
         if held is None:
             self._arm(key, None)
             if pub is None or pub.deleted:
                 return None
-            answer = _empty_answer(str(pub.answer.get("revision", "")))
+            answer = _empty_answer(pub.revision)
+            digest = answer_digest(answer)
             deleted = True
         else:
             answer, recheck_at = self.answer(held, now)
             self._arm(key, recheck_at)
-            if pub is not None and not pub.deleted and pub.answer == answer:
+            digest = answer_digest(answer)
+            if pub is not None and not pub.deleted and pub.digest == digest:
                 return None
             deleted = False
         before = set(pub.clusters) if pub is not None and not pub.deleted else set()
         after = set(answer["clusters"])
         seq = (pub.seq if pub is not None else 0) + 1
-        self.published[key] = Published(seq, answer, deleted)
+        self.published[key] = Published(seq, answer["revision"], tuple(answer["clusters"]), digest, deleted)
+        # The diff is the change: the set's additions and removals, and per placement what is not
+        # the set (timed out, removed, breach, error); the full listing is on the state.
         diff: dict[str, Any] = {
             "schemaVersion": SCHEMA_VERSION,
             "rollout": key,
             "seq": seq,
+            "revision": answer["revision"],
             "evaluatedAt": now.rfc3339(),
             "trigger": trigger.to_json(),
+            "clusters": answer["clusters"],
             "added": sorted(after - before),
             "removed": sorted(before - after),
-            **answer,
+            "placements": [
+                {f: v for f, v in entry.items() if f != "clustersToRollout"} for entry in answer["placements"]
+            ],
+            "maxFailureBreach": answer["maxFailureBreach"],
+            "nextRecheckAt": answer["nextRecheckAt"],
+            "complete": answer["complete"],
+            "answerDigest": digest,
             "inputs": dict(inputs),
         }
         if deleted:
             diff["deleted"] = True
-        return diff
+            return RolloutChange(diff, None)
+        return RolloutChange(diff, {"schemaVersion": SCHEMA_VERSION, "rollout": key, "seq": seq, **answer})
 
     def answer(self, held: HeldRollout, now: Instant) -> tuple[dict[str, Any], Instant | None]:
         """What the rollout function says for every placementRef now, and the next recheck time."""
         spec = held.rollout.spec
         revision = spec.revision
-        reports = {c: r for c, r in self.reports.get(held.rollout.key, {}).items() if r.revision == revision}
+        reports = {
+            c: Report(*r) for c, r in self.reports.get(held.rollout.key, {}).items() if r[0] == revision
+        }
         groups_of = [self.placements.get(p) for p in held.placements]
         placed: set[str] = set()
         for groups in groups_of:
@@ -450,13 +505,6 @@ class RolloutProcessor:
         return answer, recheck_at
 
     # ---- views --------------------------------------------------------------------------
-    def state(self, key: str) -> dict[str, Any] | None:
-        """The current state record of a rollout (topic `rollout-state`); None once deleted."""
-        pub = self.published.get(key)
-        if pub is None or pub.deleted:
-            return None
-        return {"schemaVersion": SCHEMA_VERSION, "rollout": key, "seq": pub.seq, **pub.answer}
-
     def forget(self, key: str) -> None:
         """Forget a rollout whose partition this instance no longer owns: its object, its reports,
         its last diff and its pending work (they are read again if the partition comes back)."""

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import Clock
-from fleetplace.services.rollout.core import InvalidRecord, RolloutProcessor
+from fleetplace.services.rollout.core import InvalidRecord, RolloutChange, RolloutProcessor
 from fleetplace.shared.api.objects import ObjectError
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
@@ -50,6 +50,8 @@ log = get_logger("fleetplace.rollout")
 GROUP_TOPICS = ("rollouts", "rollout-status", "rollout-decisions")
 # Rollouts evaluated between two turns of the event loop.
 EVALUATION_SLICE = 200
+# Records taken into one batch, at most, when more are already fetched (see `_drain`).
+BATCH_LIMIT = 100_000
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_INTERVAL_MS = 1000
 
@@ -202,6 +204,8 @@ class RolloutWorker:
                 if group_poll in done:
                     records = group_poll.result()
                     group_poll = None
+                    if records:
+                        records = await self._drain(group, records)
                     outgoing.extend(self._consume_all(records))
                     if not records and not self._caught_up and self._assigned:
                         tps = [(self.topics.name(t), p) for t in GROUP_TOPICS for p in sorted(self._assigned)]
@@ -221,6 +225,17 @@ class RolloutWorker:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
+
+    async def _drain(self, group: Any, records: list[Record]) -> list[Record]:
+        """Add the records already fetched to the batch (up to BATCH_LIMIT) without waiting: when
+        the worker is behind, more reports coalesce into one evaluation per rollout."""
+        batch = list(records)
+        while len(batch) < BATCH_LIMIT:
+            more = await poll(group, timeout_ms=0, max_records=BATCH_LIMIT - len(batch))
+            if not more:
+                break
+            batch.extend(more)
+        return batch
 
     def _consume_all(self, records: Iterable[Record]) -> list[OutgoingRecord]:
         out = []
@@ -289,30 +304,33 @@ class RolloutWorker:
         try:
             while self.processor.dirty and self._caught_up:
                 n = min(len(self.processor.dirty), EVALUATION_SLICE)
-                diffs = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
+                changes = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
                 self.metrics.evaluations.inc(n)
-                if diffs:
-                    sends.append(asyncio.create_task(send_all(self.producer, self._diff_records(diffs, now))))
+                if changes:
+                    sends.append(
+                        asyncio.create_task(send_all(self.producer, self._diff_records(changes, now)))
+                    )
                 await asyncio.sleep(0)
             await asyncio.gather(*sends)
         finally:
             for task in sends:
                 task.cancel()
 
-    def _diff_records(self, diffs: list[dict[str, Any]], now: datetime) -> list[OutgoingRecord]:
+    def _diff_records(self, changes: list[RolloutChange], now: datetime) -> list[OutgoingRecord]:
         out: list[OutgoingRecord] = []
         diff_stamp = HeaderStamp("io.fleetplace.rollout-decisions", self.source, now)
         state_stamp = HeaderStamp("io.fleetplace.rollout-state", self.source, now)
-        for diff in diffs:
-            key, seq = diff["rollout"], int(diff["seq"])
+        for change in changes:
+            key, seq = change.diff["rollout"], int(change.diff["seq"])
             out.append(
-                OutgoingRecord(self.topics.rollout_decisions, key, encode_json(diff), diff_stamp.headers(seq))
+                OutgoingRecord(
+                    self.topics.rollout_decisions, key, encode_json(change.diff), diff_stamp.headers(seq)
+                )
             )
-            state = self.processor.state(key)
-            value = None if state is None else encode_json(state)
+            value = None if change.state is None else encode_json(change.state)
             out.append(OutgoingRecord(self.topics.rollout_state, key, value, state_stamp.headers(seq)))
-        self.metrics.diffs.inc(len(diffs))
-        self.published += len(diffs)
+        self.metrics.diffs.inc(len(changes))
+        self.published += len(changes)
         return out
 
 

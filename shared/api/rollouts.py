@@ -20,6 +20,7 @@ __all__ = [
     "API_VERSION",
     "REPORTED_STATUSES",
     "PlacementRef",
+    "ReportedStatus",
     "Rollout",
     "RolloutDiff",
     "RolloutSpec",
@@ -33,6 +34,7 @@ API_VERSION = "fleetplace.dev/v1alpha1"
 
 # What a deployer may report; ToApply and TimeOut are the rollout's own words, never reported.
 REPORTED_STATUSES = ("Progressing", "Succeeded", "Failed", "Skip")
+ReportedStatus = Literal["Progressing", "Succeeded", "Failed", "Skip"]
 
 
 class PlacementRef(_Model):
@@ -93,7 +95,7 @@ class RolloutStatusReport(_Model):
     transition time. A report of another revision than the rollout's counts as no report."""
 
     revision: str = Field(min_length=1)
-    status: Literal["Progressing", "Succeeded", "Failed", "Skip"]
+    status: ReportedStatus
     last_transition_time: Time | None = None
     message: str | None = None
 
@@ -134,16 +136,22 @@ class RolloutClusterRecord(_Payload):
     )
 
 
-class RolloutPlacementRecord(_Payload):
-    """The rollout function's answer for one placementRef."""
+class RolloutPlacementSummary(_Payload):
+    """The rollout function's answer for one placementRef, without the clusters to roll out (a
+    diff's form: the full listing is on the state)."""
 
     name: str
     decided: bool = Field(description="The placement has a decision on `placement-decisions`.")
-    clusters_to_rollout: tuple[RolloutClusterRecord, ...] = ()
     clusters_time_out: tuple[RolloutClusterRecord, ...] = Field(default=(), alias="clustersTimeOut")
     clusters_removed: tuple[RolloutClusterRecord, ...] = ()
     max_failure_breach: bool = False
     error: str | None = Field(default=None, description="A setting OCM rejects while rolling out.")
+
+
+class RolloutPlacementRecord(RolloutPlacementSummary):
+    """The rollout function's answer for one placementRef (the state's form)."""
+
+    clusters_to_rollout: tuple[RolloutClusterRecord, ...] = ()
 
 
 class RolloutState(_Payload):
@@ -167,14 +175,37 @@ class RolloutState(_Payload):
     )
 
 
-class RolloutDiff(RolloutState):
+class RolloutDiff(_Payload):
     """One change of a rollout's answer (topic `rollout-decisions`, the log; `seq` +1 per change
-    with no gap, continuing across a deletion and re-creation)."""
+    with no gap, continuing across a deletion and re-creation). It carries the roll-out-now set
+    and its change, and per placement what is not in the set; the full listing of the clusters
+    to roll out (statuses, soak ends, deadlines) is on `rollout-state` under the same seq."""
 
+    schema_version: int = 1
+    rollout: str = Field(pattern=r"^[^/]+/[^/]+$", description="`<namespace>/<name>`, the record key.")
+    seq: int = Field(ge=1)
+    revision: str
     evaluated_at: str = Field(description="The worker's clock when it evaluated (RFC 3339, UTC).")
     trigger: dict[str, str] = Field(description="{kind: rollout|status|placement|recheck|startup, key}.")
+    clusters: tuple[str, ...] = Field(
+        default=(), description="The clusters to roll out to now (all placements)."
+    )
     added: tuple[str, ...] = Field(default=(), description="Clusters to roll out to now and not before.")
     removed: tuple[str, ...] = Field(default=(), description="Clusters to roll out to before and not now.")
+    placements: tuple[RolloutPlacementSummary, ...] = Field(
+        default=(), description="Per placementRef: timed out, removed, breach, error."
+    )
+    max_failure_breach: bool = False
+    next_recheck_at: str | None = Field(
+        default=None, description="When the worker evaluates again by itself."
+    )
+    complete: bool = Field(
+        default=False, description="Every placed cluster reported Succeeded (soaked) or Skip."
+    )
+    answer_digest: str = Field(
+        description="A digest of the full answer (the state's fields): a new diff is published only "
+        "when it changes."
+    )
     inputs: dict[str, int] = Field(
         default_factory=dict, description="The watermark: `<topic>/<partition>` to the next offset consumed."
     )

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetplace.services.rollout.core import InvalidRecord, RolloutProcessor
+from fleetplace.services.rollout.core import InvalidRecord, RolloutChange, RolloutProcessor
 from tests.rollout_worker.builders import CANARY, placement_decisions, report, rollout_object
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -31,10 +31,15 @@ def started(strategy: dict[str, Any] = CANARY) -> RolloutProcessor:
     return p
 
 
+def change(p: RolloutProcessor, now: datetime) -> RolloutChange:
+    changes = p.evaluate(now, {})
+    assert len(changes) == 1, changes
+    return changes[0]
+
+
 def one(p: RolloutProcessor, now: datetime) -> dict[str, Any]:
-    diffs = p.evaluate(now, {})
-    assert len(diffs) == 1, diffs
-    return diffs[0]
+    """The one diff an evaluation publishes."""
+    return change(p, now).diff
 
 
 def test_canary_group_goes_first_then_the_next_group_after_its_soak_ends_on_the_timer() -> None:
@@ -88,9 +93,9 @@ def test_a_deleted_rollout_gets_a_final_diff_and_no_state() -> None:
     p = started()
     one(p, at(0))
     p.apply("rollouts", "apps/web", None)
-    final = one(p, at(1))
-    assert final["deleted"] is True and final["removed"] == ["c1"] and final["seq"] == 2
-    assert p.state("apps/web") is None
+    final = change(p, at(1))
+    assert final.diff["deleted"] is True and final.diff["removed"] == ["c1"] and final.diff["seq"] == 2
+    assert final.state is None  # a tombstone on rollout-state
     assert p.evaluate(at(2), {}) == []
 
 
@@ -136,8 +141,9 @@ def test_a_report_without_transition_time_takes_the_record_timestamp() -> None:
     p.apply(
         "rollout-status", "apps/web/c1", report("Progressing"), timestamp_ms=int(at(0).timestamp() * 1000)
     )
-    diff = one(p, at(0))
-    c1 = next(s for s in diff["placements"][0]["clustersToRollout"] if s["clusterName"] == "c1")
+    state = change(p, at(0)).state
+    assert state is not None
+    c1 = next(s for s in state["placements"][0]["clustersToRollout"] if s["clusterName"] == "c1")
     assert c1["lastTransitionTime"] == rfc(0) and c1["timeOutTime"] == rfc(1)
 
 
@@ -164,11 +170,11 @@ def test_bad_status_records_are_rejected_with_a_reason(key: str, value: dict[str
 def test_a_new_instance_fed_the_published_diffs_publishes_nothing_again() -> None:
     p = started()
     p.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(0)))
-    diffs = p.evaluate(at(1), {})
+    changes = p.evaluate(at(1), {})
     fresh = started()
     fresh.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(0)))
-    for d in diffs:
-        fresh.apply("rollout-decisions", "apps/web", d)
+    for c in changes:
+        fresh.apply("rollout-decisions", "apps/web", c.diff)
     fresh.mark_all()
     assert fresh.evaluate(at(1), {}) == []
 
@@ -190,3 +196,60 @@ def test_the_answer_does_not_depend_on_the_order_reports_arrive(
         diff = one(p, at(3))
         answers.append({k: v for k, v in diff.items() if k not in ("trigger",)})
     assert answers[0] == answers[1]
+
+
+def test_a_diff_carries_the_change_and_the_state_the_full_listing() -> None:
+    p = started({"type": "All", "all": {"progressDeadline": "10m"}})
+    first = change(p, at(0))
+    p.apply("rollout-status", "apps/web/c2", report("Progressing", at=rfc(1)))
+    second = change(p, at(1))
+    # the set did not change, but c2's status and deadline did: a diff, with nothing added
+    assert (second.diff["added"], second.diff["removed"]) == ([], [])
+    assert second.diff["nextRecheckAt"] == rfc(11)
+    assert second.diff["answerDigest"] != first.diff["answerDigest"]
+    assert all("clustersToRollout" not in entry for entry in second.diff["placements"])
+    assert second.state is not None and second.state["seq"] == second.diff["seq"] == 2
+    listed = {s["clusterName"]: s["status"] for s in second.state["placements"][0]["clustersToRollout"]}
+    assert listed == {"c1": "ToApply", "c2": "Progressing", "c3": "ToApply", "c4": "ToApply", "c5": "ToApply"}
+    for field in ("revision", "clusters", "maxFailureBreach", "nextRecheckAt", "complete"):
+        assert second.diff[field] == second.state[field]
+
+
+def test_a_diff_without_a_digest_from_an_older_worker_is_published_over_once() -> None:
+    p = started()
+    old = one(p, at(0))
+    fresh = started()
+    fresh.apply("rollout-decisions", "apps/web", {k: v for k, v in old.items() if k != "answerDigest"})
+    fresh.mark_all()
+    again = one(fresh, at(0))
+    assert (again["seq"], again["clusters"], again["added"], again["removed"]) == (2, ["c1"], [], [])
+    assert fresh.evaluate(at(0), {}) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["c1", "c2", "c3", "c4", "c5"]),
+            st.sampled_from(["Progressing", "Succeeded", "Failed", "Skip"]),
+            st.integers(min_value=0, max_value=20),
+        ),
+        max_size=12,
+    )
+)
+def test_folding_the_diffs_gives_every_state_and_equal_answers_share_a_digest(
+    reports: list[tuple[str, str, int]],
+) -> None:
+    p = started()
+    held: set[str] = set()
+    digests: dict[str, str] = {}
+    for minute, (cluster, status, age) in enumerate(reports):
+        p.apply("rollout-status", f"apps/web/{cluster}", report(status, at=rfc(minute - age)))
+        p.tick(at(minute))
+        for c in p.evaluate(at(minute), {}):
+            assert c.state is not None
+            assert set(c.diff["added"]).isdisjoint(held) and set(c.diff["removed"]) <= held
+            held = (held - set(c.diff["removed"])) | set(c.diff["added"])
+            assert sorted(held) == c.diff["clusters"] == c.state["clusters"]
+            answer = repr({k: v for k, v in c.state.items() if k not in ("seq",)})
+            assert digests.setdefault(answer, c.diff["answerDigest"]) == c.diff["answerDigest"]

@@ -81,7 +81,9 @@ async def test_sigkilled_worker_is_replaced_with_no_lost_or_rewritten_diff(
             content: dict[tuple[str, int], bytes] = {}
             for d in bus.diffs:
                 seqs[d["rollout"]].append(d["seq"])
-                answer = repr({k: d[k] for k in ("clusters", "placements", "revision", "complete")}).encode()
+                answer = repr(
+                    {k: d[k] for k in ("clusters", "answerDigest", "revision", "complete")}
+                ).encode()
                 assert content.setdefault((d["rollout"], d["seq"]), answer) == answer, (
                     f"{d['rollout']} seq {d['seq']} rewritten"
                 )
