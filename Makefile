@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native unit-pure test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit bench-rollout clean
+.PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit bench-rollout clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,6 +30,10 @@ $(NATIVE): $(STAMP) setup.py shared/native.py $(COMPILED_SOURCES)
 native:
 	rm -f $(NATIVE)
 	$(MAKE) $(NATIVE)
+
+# The explorer's screenshots in docs/explorer/ (docs/explorer.md), taken by its browser test.
+screenshots: $(NATIVE)
+	FLEETPLACE_SCREENSHOTS=docs/explorer $(BIN)/pytest -p no:cacheprovider tests/explorer/test_browser.py
 
 # The tests again with the same sources interpreted (CI runs both modes).
 unit-pure:

@@ -1,13 +1,16 @@
 """The explorer in a real browser: headless Chromium (Debian's package) driven by Selenium.
 
 Walks what a user asking "why did web move?" would: Placements, apps/web, the toleration-expiry
-entry of its timeline, that entry's explanation, the fleet matrix. Screenshots of every page go
-to docs/explorer/ (docs/explorer.md shows them). Skipped, saying why, without /usr/bin/chromium.
+entry of its timeline, that entry's explanation, the fleet matrix. Screenshots of every page are
+taken each run; `make screenshots` (FLEETPLACE_SCREENSHOTS=docs/explorer) writes them where
+docs/explorer.md shows them, else they go to a temporary folder so a test run leaves the
+checkout clean. Skipped, saying why, without /usr/bin/chromium.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -24,7 +27,12 @@ pytestmark = pytest.mark.integration
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "explorer"
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = (
+    ROOT / os.environ["FLEETPLACE_SCREENSHOTS"]
+    if os.environ.get("FLEETPLACE_SCREENSHOTS")
+    else Path(tempfile.mkdtemp(prefix="fleetplace-explorer-shots-"))
+)
 
 if not CHROMIUM.exists() or not CHROMEDRIVER.exists():
     pytest.skip(
