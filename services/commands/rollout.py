@@ -170,22 +170,6 @@ async def _current_state(settings: Any, key: str) -> dict[str, Any] | None:
     return state
 
 
-def next_step(listed: str, entry: Mapping[str, Any]) -> str:
-    """What happens next to a cluster the rollout lists, in a phrase."""
-    status, until = entry["status"], entry.get("timeOutTime")
-    if listed == "removed":
-        return "remove the workload (no longer placed)"
-    if listed == "timeout":
-        return "timed out: counts as a failure"
-    if status == "ToApply":
-        return "apply now"
-    if status == "Succeeded":
-        return f"soaking until {until}, then done"
-    if status == "Failed":
-        return f"failed; times out at {until}" if until else "failed; waits for a new report"
-    return f"waits for a report; times out at {until}" if until else "waits for a report"
-
-
 @rollout_app.command("status")
 def status(
     rollout: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the Rollout.")],
@@ -200,6 +184,7 @@ def status(
     from rich.table import Table
 
     from fleetplace.services.commands.worker import _settings
+    from fleetplace.services.rollout.listing import listed_lines
 
     key = _rollout_key(rollout)
     settings = _settings(bootstrap, prefix)
@@ -215,21 +200,16 @@ def status(
     for placement in state.get("placements", []):
         if placement.get("error"):
             table.add_row(placement["name"], "", "", "error", "", "", placement["error"])
-        for listed, field in (
-            ("rollout", "clustersToRollout"),
-            ("timeout", "clustersTimeOut"),
-            ("removed", "clustersRemoved"),
-        ):
-            for entry in placement.get(field, []):
-                table.add_row(
-                    placement["name"],
-                    entry["clusterName"],
-                    f"{entry['groupName'] or '-'} ({entry['groupIndex']})",
-                    entry["status"],
-                    entry.get("lastTransitionTime") or "",
-                    entry.get("timeOutTime") or "",
-                    next_step(listed, entry),
-                )
+        for line in listed_lines(placement):
+            table.add_row(
+                line.placement,
+                line.cluster,
+                f"{line.group_name or '-'} ({line.group_index})",
+                line.status,
+                line.since or "",
+                line.until or "",
+                line.next,
+            )
     console.print(table)
     console.print(
         f"revision {state['revision']}  seq {state['seq']}  complete: {str(state['complete']).lower()}  "

@@ -21,9 +21,9 @@ from aiohttp import web
 
 from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.services.commands.simulate import result_json
-from fleetplace.services.explorer import pages
+from fleetplace.services.explorer import pages, rollout_pages
 from fleetplace.services.explorer.assets import SCRIPT, STYLESHEET
-from fleetplace.services.explorer.source import ROLLOUT_DECISIONS
+from fleetplace.services.explorer.rollout_views import RolloutRow, rollout_row
 from fleetplace.services.explorer.store import ExplorerStore
 from fleetplace.services.explorer.views import (
     PlacementFilter,
@@ -87,9 +87,7 @@ def create_app(
     app[STORE] = store
 
     def html(title: str, active: str, body: str, *, live: bool = True, status: int = 200) -> web.Response:
-        text = pages.layout(
-            title, active, body, version=store.version, live=live, rollouts=store.rollouts_topic_exists
-        )
+        text = pages.layout(title, active, body, version=store.version, live=live)
         return web.Response(
             text=text, content_type="text/html", status=status, headers={"Cache-Control": "no-store"}
         )
@@ -172,6 +170,7 @@ def create_app(
             expiries,
             bool(spec is not None and spec.spec.tolerations),
             requeue,
+            store.rollouts.referencing(key),
         )
         return html(key, "placements", body)
 
@@ -310,11 +309,64 @@ def create_app(
         body = pages.what_if_page(modified.key, keys, text, result, today, verdicts, None)
         return html("What-if", "what-if", body, live=False)
 
-    # ---- the rest --------------------------------------------------------------------------
-    async def rollouts(_request: web.Request) -> web.Response:
-        body = pages.rollouts_page(store.rollouts_topic_exists, store.prefix + ROLLOUT_DECISIONS)
-        return html("Rollouts", "rollouts", body)
+    # ---- rollouts --------------------------------------------------------------------------
+    def rollout_rows(query: str = "") -> list[RolloutRow]:
+        keys = [k for k in store.rollouts.rollout_keys() if query.lower() in k.lower()]
+        return [rollout_row(store.rollouts, k, store.groups) for k in keys]
 
+    async def rollouts(request: web.Request) -> web.Response:
+        query = request.query.get("q", "")
+        note = (
+            None
+            if store.rollouts_topic_exists
+            else f"The rollout topics ({store.prefix}rollouts, …) do not exist under this prefix yet; "
+            "rollouts appear here once they do."
+        )
+        return html("Rollouts", "rollouts", rollout_pages.rollouts_page(rollout_rows(query), query, note))
+
+    async def api_rollouts(request: web.Request) -> web.Response:
+        rows = rollout_rows(request.query.get("q", ""))
+        return json({"version": store.version, "rollouts": [r.to_json() for r in rows]})
+
+    async def rollout(request: web.Request) -> web.Response:
+        key = key_of(request)
+        if key not in store.rollouts.rollout_keys():
+            return html("Not found", "rollouts", pages.not_found(f"no rollout {key}"), live=False, status=404)
+        body = rollout_pages.rollout_page(
+            rollout_row(store.rollouts, key, store.groups), store.rollouts.timeline(key)
+        )
+        return html(f"Rollout {key}", "rollouts", body)
+
+    async def api_rollout(request: web.Request) -> web.Response:
+        key = key_of(request)
+        if key not in store.rollouts.rollout_keys():
+            return json({"error": f"no rollout {key}"}, 404)
+        row = rollout_row(store.rollouts, key, store.groups)
+        return json(
+            {
+                "rollout": row.to_json(),
+                "object": store.rollouts.objects.get(key),
+                "state": store.rollouts.states.get(key),
+                "clusters": [
+                    {
+                        "placement": line.placement,
+                        "cluster": line.cluster,
+                        "groupName": line.group_name,
+                        "groupIndex": line.group_index,
+                        "status": line.status,
+                        "since": line.since,
+                        "until": line.until,
+                        "listed": line.listed or None,
+                        "next": line.next,
+                    }
+                    for p in row.placements
+                    for line in p.lines
+                ],
+                "timeline": store.rollouts.timeline(key),
+            }
+        )
+
+    # ---- the rest --------------------------------------------------------------------------
     async def index(_request: web.Request) -> web.Response:
         raise web.HTTPFound("/placements")
 
@@ -359,12 +411,15 @@ def create_app(
     app.router.add_get("/what-if", what_if)
     app.router.add_post("/what-if", what_if_post)
     app.router.add_get("/rollouts", rollouts)
+    app.router.add_get("/rollouts/{namespace}/{name}", rollout)
     app.router.add_get("/api/version", version)
     app.router.add_get("/api/events", events)
     app.router.add_get("/api/placements", api_placements)
     app.router.add_get("/api/placements/{namespace}/{name}", api_placement)
     app.router.add_get("/api/placements/{namespace}/{name}/explanation", api_explanation)
     app.router.add_get("/api/fleet", api_fleet)
+    app.router.add_get("/api/rollouts", api_rollouts)
+    app.router.add_get("/api/rollouts/{namespace}/{name}", api_rollout)
     app.router.add_get("/static/explorer.css", asset(STYLESHEET, "text/css"))
     app.router.add_get("/static/explorer.js", asset(SCRIPT, "application/javascript"))
     return app

@@ -53,10 +53,26 @@ textarea { width:100%; min-height:320px; font-family:ui-monospace, SFMono-Regula
 .pager { margin:8px 0; display:flex; gap:12px; }
 .note { background:var(--panel); border:1px solid var(--line); padding:8px 12px; border-radius:6px; }
 .error { color:var(--bad); white-space:pre-wrap; }
+.st { white-space:nowrap; font-weight:600; padding:0 6px; border-radius:10px; }
+.st-ToApply { color:#424a53; background:#eaeef2; } .st-Progressing { color:#0550ae; background:#ddf4ff; }
+.st-Succeeded { color:#116329; background:#dafbe1; } .st-Failed { color:#a40e26; background:#ffebe9; }
+.st-TimeOut { color:#7d4e00; background:#fff1c2; } .st-Skip { color:#59636e; background:#f6f8fa; }
+.progress { display:flex; width:220px; max-width:100%; height:10px; background:var(--panel); border:1px solid var(--line); margin:2px 0; }
+.progress span { display:block; height:100%; }
+.progress .st-ToApply { background:#afb8c1; } .progress .st-Progressing { background:#0969da; }
+.progress .st-Succeeded { background:#1a7f37; } .progress .st-Failed { background:#cf222e; }
+.progress .st-TimeOut { background:#bf8700; } .progress .st-Skip { background:#d0d7de; }
+.group { display:flex; gap:4px 12px; align-items:baseline; border-bottom:1px solid var(--line); padding:4px 0; }
+.group-name { min-width:10em; font-weight:600; }
+ul.chips { display:flex; flex-wrap:wrap; gap:4px; list-style:none; padding:0; margin:0; }
+.chip { padding:0 8px; border-radius:10px; border:1px solid var(--line); font-size:12px; white-space:nowrap; }
+ul.next { margin:4px 0; padding-left:20px; }
+h3 { font-size:14px; margin:12px 0 4px; }
 @media (max-width: 760px) {
   .grid2 { grid-template-columns:1fr; }
   .wide-only { display:none; }
   .bar { width:120px; }
+  .group { flex-direction:column; }
   #live-status { margin-left:0; text-align:left; }
 }
 """

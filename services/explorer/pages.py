@@ -42,16 +42,20 @@ def placement_url(key: str, seq: int | None = None) -> str:
     return url if seq is None else f"{url}?seq={seq}#explanation"
 
 
+def rollout_url(key: str) -> str:
+    namespace, _, name = key.partition("/")
+    return f"/rollouts/{quote(namespace, safe='')}/{quote(name, safe='')}"
+
+
 def iso(t: datetime) -> str:
     return t.isoformat().replace("+00:00", "Z")
 
 
-def layout(title: str, active: str, body: str, *, version: int, live: bool, rollouts: bool) -> str:
+def layout(title: str, active: str, body: str, *, version: int, live: bool) -> str:
     items = []
     for name, href, label in NAV:
         current = ' aria-current="page"' if name == active else ""
-        hint = ' <span class="muted">(n/a)</span>' if name == "rollouts" and not rollouts else ""
-        items.append(f'<li><a href="{href}"{current}>{label}</a>{hint}</li>')
+        items.append(f'<li><a href="{href}"{current}>{label}</a></li>')
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -282,7 +286,9 @@ def placement_page(
     expiries: Sequence[TolerationExpiry],
     has_tolerations: bool,
     requeue: tuple[str | None, str],
+    rollouts: Sequence[str] = (),
 ) -> str:
+    """`rollouts`: the rollouts whose placementRefs name this placement."""
     wanted = "all" if row.wanted is None else str(row.wanted)
     latest = diffs[-1] if diffs else None
     groups = []
@@ -310,6 +316,9 @@ def placement_page(
         f"<p>Last change: {esc(row.changed_at or '—')} ({esc(row.trigger)}, seq {row.seq}) · "
         f"Next requeue: {next_requeue}</p>"
     )
+    if rollouts:
+        links = ", ".join(f'<a href="{esc(rollout_url(k))}">{esc(k)}</a>' for k in rollouts)
+        head += f"<p>Rolled out by: {links}</p>"
     if shown is None or explanation is None:
         explained = '<p class="muted">No decision was published for this placement yet.</p>'
     else:
@@ -445,7 +454,7 @@ def matrix_page(
     )
 
 
-# ---- what-if and rollouts -----------------------------------------------------------------------
+# ---- what-if -----------------------------------------------------------------------
 
 
 def what_if_page(
@@ -489,20 +498,6 @@ def what_if_page(
             + verdict_table(verdicts)
         )
     return f'<h1>What-if</h1>{pick}<div class="grid2"><div>{form}</div><div id="what-if-result">{out}</div></div>'
-
-
-def rollouts_page(available: bool, topic: str) -> str:
-    if not available:
-        return (
-            "<h1>Rollouts</h1>"
-            f'<p class="note">Rollouts are not available: the topic <code>{esc(topic)}</code> does not exist '
-            "under this prefix. They appear here once a rollout worker publishes there.</p>"
-        )
-    return (
-        "<h1>Rollouts</h1>"
-        f'<p class="note">The topic <code>{esc(topic)}</code> exists; this version of the explorer does not '
-        "show rollouts yet.</p>"
-    )
 
 
 def not_found(message: str) -> str:

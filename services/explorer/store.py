@@ -1,7 +1,8 @@
 """The explorer's state store: the history read so far and the state in force now.
 
 Fed by `follow` (services/explorer/source.py) with every record of the scheduler's inputs and of
-`decisions`, in the order a BroadcastReader hands them out. It keeps them in the auditor's
+`decisions`, in the order a BroadcastReader hands them out, and with the rollout topics' records,
+which go to the rollout book (services/explorer/rollouts.py). It keeps them in the auditor's
 `History`, so an explanation is recomputed exactly as `fleetplace explain` does, and one
 `SourceReplay` advanced to the end of what was read, whose fleet is the fleet *now* (the Fleet
 and What-if pages) and whose decisions are the decisions in force.
@@ -19,6 +20,7 @@ from fleetplace.services.auditor.explain import Explanation
 from fleetplace.services.auditor.history import DecisionRecord, History, collection_paused
 from fleetplace.services.auditor.replay import SourceReplay
 from fleetplace.services.explorer.explainer import Explainer
+from fleetplace.services.explorer.rollouts import ROLLOUT_TOPICS, RolloutBook
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.kafka import TP
 from fleetplace.shared.bus.records import Record
@@ -42,6 +44,7 @@ class ExplorerStore:
         self.version = 0
         self.caught_up = False
         self.rollouts_topic_exists = False
+        self.rollouts = RolloutBook(limits)
         self._ends: dict[TP, int] = {}  # short topic name -> next offset read
         self._now = SourceReplay(self.history, limits, engine)
         self._timeline: dict[str, list[DecisionRecord]] = {}
@@ -59,13 +62,16 @@ class ExplorerStore:
         history = self.history
         added = False
         for record in records:
+            topic = record.topic[len(self.prefix) :] if record.topic.startswith(self.prefix) else record.topic
+            added = True
+            if topic in ROLLOUT_TOPICS:
+                self.rollouts.add(topic, record)
+                continue
             count = len(history.decisions)
             history.add(record, self.prefix, self.limits)
-            added = True
             if len(history.decisions) > count:
                 diff = history.decisions[-1]
                 self._timeline.setdefault(diff.key, []).append(diff)
-            topic = record.topic[len(self.prefix) :] if record.topic.startswith(self.prefix) else record.topic
             tp = (topic, record.partition)
             self._ends[tp] = max(self._ends.get(tp, 0), record.offset + 1)
         if not added:
@@ -123,6 +129,13 @@ class ExplorerStore:
             out[key] = frozenset() if last.deleted else frozenset(last.value.get("decisions") or ())
         return out
 
+    def groups(self, key: str) -> list[Mapping[str, Any]] | None:
+        """The placement's decision groups now; None when it has no decision (or was deleted)."""
+        last = self.latest(key)
+        if last is None or last.deleted:
+            return None
+        return list(last.value.get("groups") or ())
+
     def record(self, key: str, seq: int | None) -> DecisionRecord | None:
         """A diff of the placement by seq (the latest when None)."""
         if seq is None:
@@ -150,4 +163,5 @@ class ExplorerStore:
             "records": self.history.records_read,
             "placements": len(self.placement_keys()),
             "clusters": len(self.fleet.clusters),
+            "rollouts": len(self.rollouts.rollout_keys()),
         }

@@ -1,0 +1,184 @@
+"""What the Rollouts pages show, shaped from the rollout book and the placements' decisions: pure
+functions. A cluster's status is the one the rollout state lists it with, else the deployer's
+report of the revision, else ToApply (services/rollout/listing.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fleetplace.services.explorer.rollouts import RolloutBook
+from fleetplace.services.rollout.listing import ClusterLine, counts, placement_lines
+
+# A placement's decision groups now (`groupName`, `groupIndex`, `clusters`); None: no decision.
+GroupsOf = Callable[[str], Sequence[Mapping[str, Any]] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutPlacement:
+    name: str  # the Placement in the rollout's namespace
+    key: str  # `<namespace>/<name>`
+    strategy: Mapping[str, Any]
+    decided: bool
+    error: str | None
+    breach: bool
+    lines: tuple[ClusterLine, ...]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return counts(self.lines)
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutRow:
+    key: str
+    namespace: str
+    name: str
+    revision: str | None
+    placements: tuple[RolloutPlacement, ...]
+    complete: bool
+    breach: bool
+    deleted: bool  # no object, or the final diff was published
+    seq: int
+    changed_at: str | None
+    trigger: str
+    next_recheck_at: str | None
+
+    @property
+    def counts(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for p in self.placements:
+            for status, n in p.counts.items():
+                total[status] = total.get(status, 0) + n
+        return total
+
+    @property
+    def placed(self) -> int:
+        return sum(self.counts.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rollout": self.key,
+            "namespace": self.namespace,
+            "name": self.name,
+            "revision": self.revision,
+            "placements": [p.name for p in self.placements],
+            "counts": self.counts,
+            "complete": self.complete,
+            "maxFailureBreach": self.breach,
+            "deleted": self.deleted,
+            "seq": self.seq,
+            "changedAt": self.changed_at,
+            "trigger": self.trigger,
+            "nextRecheckAt": self.next_recheck_at,
+        }
+
+
+def diff_trigger(diff: Mapping[str, Any]) -> str:
+    trigger = diff.get("trigger") or {}
+    kind, key = trigger.get("kind"), trigger.get("key")
+    return f"{kind}:{key}" if key else str(kind or "")
+
+
+def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf) -> RolloutRow:
+    namespace, _, name = key.partition("/")
+    state = book.states.get(key) or {}
+    latest = book.latest(key) or {}
+    revision = book.revision(key)
+    reports = book.reports(key, revision)
+    listed = {str(p.get("name")): p for p in state.get("placements") or ()}
+    placements = []
+    for ref in book.placements(key):
+        entry = listed.get(ref, {"name": ref})
+        groups = groups_of(f"{namespace}/{ref}")
+        lines = placement_lines(entry, groups or (), reports) if state else []
+        placements.append(
+            RolloutPlacement(
+                ref,
+                f"{namespace}/{ref}",
+                book.strategy(key, ref),
+                bool(entry.get("decided", groups is not None)),
+                entry.get("error"),
+                bool(entry.get("maxFailureBreach")),
+                tuple(lines),
+            )
+        )
+    return RolloutRow(
+        key=key,
+        namespace=namespace,
+        name=name,
+        revision=revision,
+        placements=tuple(placements),
+        complete=bool(state.get("complete")),
+        breach=bool(state.get("maxFailureBreach")),
+        deleted=key not in book.objects or bool(latest.get("deleted")),
+        seq=int(latest.get("seq") or state.get("seq") or 0),
+        changed_at=latest.get("evaluatedAt"),
+        trigger=diff_trigger(latest) if latest else "",
+        next_recheck_at=state.get("nextRecheckAt"),
+    )
+
+
+def strategy_text(strategy: Mapping[str, Any]) -> str:
+    """`ProgressivePerGroup · mandatory canary · minSuccessTime 5m · …`: the strategy in a line."""
+    kind = str(strategy.get("type") or "")
+    settings = strategy.get(kind[:1].lower() + kind[1:]) if kind else None
+    parts = [kind] if kind else []
+    for field, value in (settings or {}).items() if isinstance(settings, Mapping) else ():
+        if field == "mandatoryDecisionGroups" and isinstance(value, list):
+            names = [
+                str(g.get("groupName") or f"#{g.get('groupIndex')}") for g in value if isinstance(g, Mapping)
+            ]
+            parts.append("mandatory " + ", ".join(names))
+        else:
+            parts.append(f"{field} {value}")
+    return " · ".join(parts)
+
+
+def what_next(placement: RolloutPlacement) -> list[str]:
+    """What rolls out next on one placement, sentence by sentence."""
+    if placement.error:
+        return [f"Stopped by an error in the strategy: {placement.error}"]
+    if not placement.decided:
+        return ["The placement has no decision yet: nothing to roll out."]
+    lines = [line for line in placement.lines if line.listed != "removed"]
+    out = []
+    if placement.breach:
+        out.append("Stopped: more clusters failed than maxFailures allows; nothing new rolls out.")
+    apply = [line.cluster for line in lines if line.listed == "rollout" and line.status == "ToApply"]
+    if apply:
+        out.append(f"Apply now to {len(apply)}: {_names(apply)}.")
+    waiting = [
+        line.cluster
+        for line in lines
+        if line.listed == "rollout" and line.status in ("Progressing", "Failed")
+    ]
+    if waiting:
+        out.append(f"Waiting for reports from {len(waiting)}: {_names(waiting)}.")
+    soaking = sorted(
+        (line.until or "", line.cluster)
+        for line in lines
+        if line.listed == "rollout" and line.status == "Succeeded"
+    )
+    if soaking:
+        out.append(
+            f"Soaking {len(soaking)}: {_names([c for _, c in soaking])}; the first soak ends {soaking[0][0] or '—'}."
+        )
+    timed_out = [line.cluster for line in lines if line.listed == "timeout"]
+    if timed_out:
+        out.append(f"Timed out {len(timed_out)}: {_names(timed_out)}.")
+    queued = [line for line in lines if not line.listed and line.status == "ToApply"]
+    if queued and not placement.breach:
+        group = queued[0].group_name or f"#{queued[0].group_index}"
+        out.append(
+            f"Then {len(queued)} wait their turn, group {group} first: {_names([q.cluster for q in queued])}."
+        )
+    if not out:
+        out.append("Done: every placed cluster succeeded or was skipped." if lines else "No clusters placed.")
+    return out
+
+
+def _names(names: Sequence[str], shown: int = 8) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")

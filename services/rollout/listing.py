@@ -1,0 +1,132 @@
+"""A rollout's clusters as people read them: per cluster its group, status, since when, soak end
+or deadline, and what happens next.
+
+`fleetplace rollout status` prints the clusters its `rollout-state` record lists; the explorer
+also draws the placed clusters the state does not list — those whose workload is done or skipped
+and those still waiting for their turn — from the placement's decision groups and the deployers'
+reports of the rollout's revision (docs/rollouts.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# (list, state field): the lists of the rollout function, in the order they are shown
+LISTS = (("rollout", "clustersToRollout"), ("timeout", "clustersTimeOut"), ("removed", "clustersRemoved"))
+STATUSES = ("ToApply", "Progressing", "Succeeded", "Failed", "TimeOut", "Skip")
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLine:
+    placement: str
+    cluster: str
+    group_name: str
+    group_index: int
+    status: str  # one of STATUSES
+    since: str | None  # the status's lastTransitionTime
+    until: str | None  # soak end or deadline (the function's timeOutTime)
+    listed: str  # rollout, timeout, removed; "" for a placed cluster the state does not list
+    next: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reported:
+    """A deployer's report of the rollout's current revision on one cluster."""
+
+    status: str
+    since: str | None
+
+
+def next_step(listed: str, entry: Mapping[str, Any]) -> str:
+    """What happens next to a cluster, in a phrase."""
+    status, until = entry["status"], entry.get("timeOutTime")
+    if listed == "removed":
+        return "remove the workload (no longer placed)"
+    if listed == "timeout":
+        return "timed out: counts as a failure"
+    if not listed:
+        if status == "Succeeded":
+            return "done"
+        if status == "Skip":
+            return "skipped"
+        if status == "ToApply":
+            return "waits for its turn"
+        return "nothing now"
+    if status == "ToApply":
+        return "apply now"
+    if status == "Succeeded":
+        return f"soaking until {until}, then done"
+    if status == "Failed":
+        return f"failed; times out at {until}" if until else "failed; waits for a new report"
+    return f"waits for a report; times out at {until}" if until else "waits for a report"
+
+
+def _line(placement: str, listed: str, entry: Mapping[str, Any]) -> ClusterLine:
+    return ClusterLine(
+        placement,
+        str(entry["clusterName"]),
+        str(entry.get("groupName") or ""),
+        int(entry.get("groupIndex") or 0),
+        str(entry["status"]),
+        entry.get("lastTransitionTime"),
+        entry.get("timeOutTime"),
+        listed,
+        next_step(listed, entry),
+    )
+
+
+def listed_lines(placement: Mapping[str, Any]) -> list[ClusterLine]:
+    """The clusters one placementRef of a state lists: to roll out, timed out, removed."""
+    name = str(placement["name"])
+    return [_line(name, listed, e) for listed, field in LISTS for e in placement.get(field) or ()]
+
+
+def state_lines(state: Mapping[str, Any]) -> list[ClusterLine]:
+    """Every cluster the state lists, placement by placement."""
+    return [line for p in state.get("placements") or () for line in listed_lines(p)]
+
+
+def placement_lines(
+    placement: Mapping[str, Any],
+    groups: Iterable[Mapping[str, Any]],
+    reports: Mapping[str, Reported],
+) -> list[ClusterLine]:
+    """Every cluster of one placementRef: the placed ones in group order (as the state lists them,
+    else as reported, else ToApply), then the removed ones. `groups` are the placement's decision
+    groups (`groupName`, `groupIndex`, `clusters`); `reports` those of the rollout's revision."""
+    name = str(placement["name"])
+    listed = {line.cluster: line for line in listed_lines(placement) if line.listed != "removed"}
+    out = []
+    seen: set[str] = set()
+    for g in sorted(groups, key=lambda g: int(g.get("groupIndex") or 0)):
+        for cluster in g.get("clusters") or ():
+            if cluster in seen:
+                continue
+            seen.add(cluster)
+            line = listed.get(cluster)
+            if line is None:
+                report = reports.get(cluster)
+                entry = {
+                    "clusterName": cluster,
+                    "groupName": g.get("groupName") or "",
+                    "groupIndex": g.get("groupIndex") or 0,
+                    "status": report.status if report is not None else "ToApply",
+                    "lastTransitionTime": report.since if report is not None else None,
+                }
+                line = _line(name, "", entry)
+            out.append(line)
+    # listed but not in the groups known here (the placement moved on since): still shown
+    out.extend(line for c, line in listed.items() if c not in seen)
+    out.extend(_line(name, "removed", e) for e in placement.get("clustersRemoved") or ())
+    return out
+
+
+def counts(lines: Sequence[ClusterLine]) -> dict[str, int]:
+    """Placed clusters by status (removed ones are not placed)."""
+    out = dict.fromkeys(STATUSES, 0)
+    for line in lines:
+        if line.listed != "removed":
+            out[line.status] = out.get(line.status, 0) + 1
+    return out
