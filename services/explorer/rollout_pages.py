@@ -19,7 +19,7 @@ from fleetplace.services.explorer.rollout_views import (
 )
 from fleetplace.services.rollout.listing import STATUSES, ClusterLine
 
-GLYPHS = {"ToApply": "○", "Progressing": "◐", "Succeeded": "✓", "Failed": "✗", "TimeOut": "⌛", "Skip": "–"}
+GLYPHS = {"ToApply": "○", "Progressing": "◐", "Succeeded": "✓", "Failed": "✗", "TimeOut": "⚠", "Skip": "–"}
 NONE = '<span class="muted">—</span>'
 
 
@@ -154,8 +154,8 @@ def _cluster_table(lines: Sequence[ClusterLine]) -> str:
 
 def _placement(index: int, p: RolloutPlacement) -> str:
     heading = (
-        f'<h2 id="h-p{index}">Placement <a href="{esc(placement_url(p.key))}">{esc(p.name)}</a> '
-        f'<span class="muted">{esc(strategy_text(p.strategy))}</span></h2>'
+        f'<h2 id="h-p{index}">Placement <a href="{esc(placement_url(p.key))}">{esc(p.name)}</a></h2>'
+        f'<p class="muted">{esc(strategy_text(p.strategy))}</p>'
     )
     steps = "".join(f"<li>{esc(s)}</li>" for s in what_next(p))
     return (

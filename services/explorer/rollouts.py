@@ -88,20 +88,25 @@ class RolloutBook:
         return diffs[max(diffs)] if diffs else None
 
     def revision(self, key: str) -> str | None:
-        """The revision being rolled out: the state's, else the object's."""
+        """The revision being rolled out: the state's, else the object's, else the last diff's."""
         state = self.states.get(key)
         if state is not None:
             return str(state.get("revision"))
         spec = (self.objects.get(key) or {}).get("spec") or {}
-        return str(spec["revision"]) if "revision" in spec else None
+        if "revision" in spec:
+            return str(spec["revision"])
+        latest = self.latest(key)
+        return str(latest["revision"]) if latest is not None and "revision" in latest else None
 
     def placements(self, key: str) -> list[str]:
-        """The names of the placements the rollout references (the object's, else the state's)."""
+        """The names of the placements the rollout references (the object's, else the state's, else
+        the last diff's)."""
         spec = (self.objects.get(key) or {}).get("spec") or {}
         refs = spec.get("placementRefs")
         if isinstance(refs, list):
             return [str(r.get("name")) for r in refs if isinstance(r, Mapping)]
-        return [str(p.get("name")) for p in (self.states.get(key) or {}).get("placements") or ()]
+        known = (self.states.get(key) or self.latest(key) or {}).get("placements") or ()
+        return [str(p.get("name")) for p in known if isinstance(p, Mapping)]
 
     def strategy(self, key: str, placement: str) -> Mapping[str, Any]:
         spec = (self.objects.get(key) or {}).get("spec") or {}

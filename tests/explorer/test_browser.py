@@ -1,7 +1,8 @@
 """The explorer in a real browser: headless Chromium (Debian's package) driven by Selenium.
 
 Walks what a user asking "why did web move?" would: Placements, apps/web, the toleration-expiry
-entry of its timeline, that entry's explanation, the fleet matrix. Screenshots of every page are
+entry of its timeline, that entry's explanation, the fleet matrix; and what one following a
+rollout would: Rollouts, one rollout by decision group, its placement. Screenshots of every page are
 taken each run; `make screenshots` (FLEETPLACE_SCREENSHOTS=docs/explorer) writes them where
 docs/explorer.md shows them, else they go to a temporary folder so a test run leaves the
 checkout clean. Skipped, saying why, without /usr/bin/chromium.
@@ -15,13 +16,17 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fleetplace.services.explorer import Explorer
-from fleetplace.shared.settings import Settings
+from fleetplace.shared.settings import KafkaSettings, Settings
+from fleetplace.shared.testing import create_topics, running_scheduler, unique_topic_prefix
+from tests.explorer.rollout_history import play
+from tests.rollout_worker.harness import RolloutBus, running, settings_for
 
 pytestmark = pytest.mark.integration
 
@@ -174,10 +179,69 @@ def test_a_user_finds_why_web_moved_and_the_fleet_matrix(demo_settings: Settings
         _shot(browser, "what-if")
 
         browser.get(url + "/rollouts")
-        assert "Rollouts are not available" in browser.find_element(By.TAG_NAME, "main").text
-        _shot(browser, "rollouts")
+        main = browser.find_element(By.TAG_NAME, "main").text
+        assert "No rollouts." in main or browser.find_elements(By.CSS_SELECTOR, "tr[data-rollout]")
 
         browser.set_window_size(420, 800)
         browser.get(url + "/placements/apps/web")
         wait.until(expected_conditions.presence_of_element_located((By.ID, "timeline")))
         _shot(browser, "placement-narrow")
+
+
+@pytest.fixture
+def rollout_settings(broker: str) -> Settings:
+    """A prefix holding the rollout history (the demo may have no rollout acts), played now so
+    the countdowns are minutes away; the workers are stopped again."""
+    prefix = unique_topic_prefix("explorer-rollouts")
+    worker_settings = settings_for(broker, prefix, clock="topic")
+    start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=6)
+
+    async def main() -> None:
+        topics, _ = await create_topics(broker, prefix)
+        async with (
+            running_scheduler(broker, prefix),
+            RolloutBus(broker, topics) as bus,
+            running(worker_settings),
+        ):
+            await play(bus, worker_settings, start)
+
+    asyncio.run(main())
+    return Settings(kafka=KafkaSettings(bootstrap_servers=broker), topic_prefix=prefix)
+
+
+def test_a_user_follows_a_rollout_group_by_group(rollout_settings: Settings, browser: Any) -> None:
+    wait = WebDriverWait(browser, 15)
+    with explorer_thread(rollout_settings) as url:
+        browser.get(url + "/rollouts")
+        row = wait.until(
+            expected_conditions.presence_of_element_located((By.CSS_SELECTOR, 'tr[data-rollout="apps/web"]'))
+        )
+        assert "1 Succeeded" in row.text and "1 Failed" in row.text and "2 ToApply" in row.text
+        assert "Deleted" in browser.find_element(By.CSS_SELECTOR, 'tr[data-rollout="apps/batch"]').text
+        _shot(browser, "rollouts")
+
+        # the keyboard reaches the rollout's link and opens it
+        link = row.find_element(By.CSS_SELECTOR, 'a[href="/rollouts/apps/web"]')
+        link.send_keys(Keys.ENTER)
+        wait.until(expected_conditions.url_contains("/rollouts/apps/web"))
+        wave = wait.until(
+            expected_conditions.visibility_of_element_located((By.CSS_SELECTOR, '.group[data-group="wave"]'))
+        )
+        assert "c2" in wave.text and "c3" in wave.text
+        failed = browser.find_element(By.CSS_SELECTOR, 'tr[data-cluster="c3"]')
+        assert failed.get_attribute("data-status") == "Failed"
+        # the countdown script ran: the wave's deadline is minutes away
+        countdown = browser.find_element(By.CSS_SELECTOR, 'tr[data-cluster="c2"] [data-deadline]')
+        wait.until(lambda _: countdown.text.startswith("in "))
+        timeline = browser.find_elements(By.CSS_SELECTOR, "#rollout-timeline tr[data-seq]")
+        assert [t.get_attribute("data-seq") for t in timeline][-1] == "1"
+        _shot(browser, "rollout")
+
+        browser.find_element(By.CSS_SELECTOR, 'section[data-placement="apps/web"] h2 a').click()
+        wait.until(expected_conditions.url_contains("/placements/apps/web"))
+        assert "Rolled out by: apps/web" in browser.find_element(By.ID, "summary").text
+
+        browser.set_window_size(420, 800)
+        browser.get(url + "/rollouts/apps/web")
+        wait.until(expected_conditions.presence_of_element_located((By.ID, "rollout-timeline")))
+        _shot(browser, "rollout-narrow")

@@ -139,14 +139,15 @@ def test_tolerations_show_when_each_matched_taint_runs_out() -> None:
     ]
 
 
-async def test_rollouts_page_follows_the_topic() -> None:
+async def test_rollouts_page_says_none_and_whether_the_topics_exist() -> None:
     store = ExplorerStore("p.")
     async with TestClient(TestServer(create_app(store))) as client:
         text = await (await client.get("/rollouts")).text()
-        assert "Rollouts are not available" in text and "p.rollout-decisions" in text
+        assert "No rollouts." in text and "p.rollouts" in text and "do not exist" in text
         store.rollouts_topic_exists = True
         text = await (await client.get("/rollouts")).text()
-        assert "not available" not in text
+        assert "No rollouts." in text and "do not exist" not in text
+        assert (await client.get("/rollouts/apps/web")).status == 404
         assert (await client.get("/placements")).status == 200  # an empty store renders too
         assert (await client.get("/static/explorer.js")).status == 200
 
