@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from html import escape
 from typing import Any
+from urllib.parse import quote
 
+import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import given
@@ -20,8 +23,10 @@ from fleetplace.services.explorer.views import (
     cluster_verdicts,
     toleration_expiries,
 )
+from fleetplace.services.rollout.listing import Reported, counts, placement_lines
 from fleetplace.shared.api.objects import parse_object
 from fleetplace.shared.api.ocm import ManagedCluster, Placement
+from fleetplace.shared.bus.records import Record
 from fleetplace.shared.placement import Fleet, apply_object
 from tests.explorer.pages import cluster_rows
 
@@ -168,3 +173,54 @@ def test_the_command_refuses_to_serve_off_loopback_without_a_token(monkeypatch: 
     result = CliRunner().invoke(app, ["explorer", "-b", "127.0.0.1:1", "--host", "0.0.0.0"])
     assert result.exit_code == 2
     assert "give --token" in result.output
+
+
+NAMES = st.sampled_from([f"c{i}" for i in range(8)])
+STATUS = st.sampled_from(["ToApply", "Progressing", "Succeeded", "Failed", "TimeOut", "Skip"])
+
+
+@given(
+    groups=st.lists(st.lists(NAMES, max_size=4), max_size=4),
+    listed=st.dictionaries(NAMES, STATUS, max_size=4),
+    reported=st.dictionaries(NAMES, st.sampled_from(["Progressing", "Succeeded", "Failed", "Skip"])),
+)
+def test_every_placed_cluster_has_one_line_with_the_state_first_then_the_report(
+    groups: list[list[str]], listed: dict[str, str], reported: dict[str, str]
+) -> None:
+    placed = {c for g in groups for c in g}
+    entry = {
+        "name": "web",
+        "clustersToRollout": [
+            {"clusterName": c, "groupName": "", "groupIndex": 0, "status": s, "timeOutTime": None}
+            for c, s in sorted(listed.items())
+        ],
+    }
+    decision = [{"groupName": f"g{i}", "groupIndex": i, "clusters": g} for i, g in enumerate(groups)]
+    reports = {c: Reported(s, None) for c, s in reported.items()}
+    lines = placement_lines(entry, decision, reports)
+    by_cluster = {line.cluster: line for line in lines}
+    assert len(by_cluster) == len(lines) == len(placed | set(listed))
+    for cluster, line in by_cluster.items():
+        assert line.status == listed.get(cluster) or reported.get(cluster) or "ToApply"
+    assert sum(counts(lines).values()) == len(lines)
+
+
+async def test_rollout_pages_escape_every_value() -> None:
+    hostile = '"><script>alert(1)</script>'
+    store = ExplorerStore("p.")
+    key = f"apps/{hostile}"
+    diff = {"rollout": key, "seq": 1, "revision": hostile, "evaluatedAt": hostile, "added": [hostile]}
+    diff |= {"trigger": {"kind": "rollout", "key": hostile}, "clusters": [hostile]}
+    store.add(
+        [
+            Record("p.rollout-decisions", 0, 0, key, orjson.dumps(diff)),
+            Record(
+                "p.rollout-status", 0, 0, f"{key}/x", orjson.dumps({"revision": hostile, "status": "Failed"})
+            ),
+        ]
+    )
+    async with TestClient(TestServer(create_app(store))) as client:
+        listing = await (await client.get("/rollouts")).text()
+        page = await (await client.get(f"/rollouts/apps/{quote(hostile, safe='')}")).text()
+    for text in (listing, page):
+        assert "<script>alert" not in text and escape(hostile) in text
