@@ -39,6 +39,7 @@ from fleetplace.services.commands.demo_rollout import (
     ExpectedRolloutDiff,
     Recheck,
     describe_rollout_diff,
+    parse_rollout_diff,
     rollout_document,
     rollout_line,
 )
@@ -293,13 +294,14 @@ def build_acts(
             delete_analytics,
             (ExpectedDiff(ANALYTICS, (), ("edge-2",), trigger="placement", deleted=True),),
         ),
-        *rollout_acts(topics, deployer),
+        *rollout_acts(fleet, topics, deployer),
     ]
 
 
-def rollout_acts(topics: Topics, deployer: DemoDeployer) -> list[Act]:
+def rollout_acts(fleet: ExampleFleet, topics: Topics, deployer: DemoDeployer) -> list[Act]:
     """A revision rolled out over apps/api's decision groups (canary: edge-1; the rest: east-1,
     east-2, edge-2), the demo playing the deployer (demo_rollout.py)."""
+    fleet.get("Placement", API)  # the acts are written for the example fleet's api placement
     rest = ("east-1", "east-2", "edge-2")
 
     def report(status: str, revision: str, message: str) -> Callable[[], list[OutgoingRecord]]:
@@ -315,6 +317,7 @@ def rollout_acts(topics: Topics, deployer: DemoDeployer) -> list[Act]:
             f"Rollout {API} v1: ProgressivePerGroup over api's decision groups, canary mandatory",
             _upsert(topics, rollout_document("v1")),
             (ExpectedRolloutDiff(API, "v1", (CANARY,), trigger="rollout"),),
+            timeout_s=20.0,  # the first act the rollout worker must be ready for (its group joined)
         ),
         Act(
             "canary applied",
@@ -559,15 +562,18 @@ def rollouts_table(latest: Mapping[str, Mapping[str, Any]]) -> Table:
     table = Table(title="rollouts now (last diff per rollout)", title_justify="left")
     for column in ("rollout", "seq", "revision", "roll out to now", "maxFailureBreach", "complete"):
         table.add_column(column)
-    for key, diff in sorted(latest.items()):
-        clusters = "deleted" if diff.get("deleted") else ", ".join(diff.get("clusters") or ()) or "(none)"
+    for key, value in sorted(latest.items()):
+        diff = parse_rollout_diff(value)
+        if diff is None:
+            continue
+        clusters = "deleted" if diff.deleted else ", ".join(diff.clusters) or "(none)"
         table.add_row(
             key,
-            str(diff.get("seq")),
-            str(diff.get("revision")),
+            str(diff.seq),
+            diff.revision,
             clusters,
-            str(bool(diff.get("maxFailureBreach"))).lower(),
-            str(bool(diff.get("complete"))).lower(),
+            str(diff.max_failure_breach).lower(),
+            str(diff.complete).lower(),
         )
     return table
 

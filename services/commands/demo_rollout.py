@@ -97,7 +97,8 @@ class DemoDeployer:
 # ---- what an act expects of rollout-decisions -------------------------------------------------
 
 
-def _parse(diff: Mapping[str, Any]) -> RolloutDiff | None:
+def parse_rollout_diff(diff: Mapping[str, Any]) -> RolloutDiff | None:
+    """A rollout diff read through its model; None for a placement's diff or a malformed one."""
     if "rollout" not in diff:
         return None  # a placement's DecisionDiff
     try:
@@ -134,7 +135,7 @@ class ExpectedRolloutDiff:
     recheck: Recheck | None = None
 
     def matches(self, diff: Mapping[str, Any]) -> bool:
-        parsed = _parse(diff)
+        parsed = parse_rollout_diff(diff)
         return (
             parsed is not None
             and parsed.rollout == self.rollout
@@ -167,7 +168,7 @@ def _describe(
 
 
 def describe_rollout_diff(diff: Mapping[str, Any]) -> str:
-    parsed = _parse(diff)
+    parsed = parse_rollout_diff(diff)
     if parsed is None:
         return f"rollout {diff.get('rollout')}: not a rollout diff"
     return _describe(
@@ -183,7 +184,7 @@ def describe_rollout_diff(diff: Mapping[str, Any]) -> str:
 def rollout_line(diff: Mapping[str, Any]) -> tuple[str, str, str, str]:
     """(rollout, seq and trigger, the change, the set now and when the worker looks again) of a
     diff, for the demo's act log."""
-    parsed = _parse(diff)
+    parsed = parse_rollout_diff(diff)
     if parsed is None:
         return str(diff.get("rollout")), "?", "", "not a rollout diff"
     head = f"seq {parsed.seq} ({parsed.trigger.get('kind')} {parsed.trigger.get('key')})"
