@@ -644,8 +644,8 @@ def run_demo(console: Console, base: Settings, fleet_file: Path, keep_topics: bo
                 with contextlib.suppress(BusError, OSError):
                     asyncio.run(_delete_topics(kafka, demo.topics))
         console.print()
-        console.print(decisions_table(demo.feed.latest()))
         console.print(rollouts_table(demo.feed.latest("rollout")))
+        console.print(decisions_table(demo.feed.latest()))
     console.print(summary_table(results, len(demo.acts)))
     passed = sum(1 for r in results if r.ok)
     elapsed = time.monotonic() - started
