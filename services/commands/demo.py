@@ -2,10 +2,13 @@
 
 Starts the embedded broker (unless KAFKA_BOOTSTRAP_SERVERS names a Kafka), creates the topics
 under a fresh prefix, publishes the example fleet (demo_fleet.yaml beside this module, which
-docs/examples/fleet.yaml links to), starts a scheduler worker in this process and plays acts against it: a cluster joins, a label changes, an AddOn score
-changes, a cluster becomes unreachable and a toleration runs out, a placement is deleted. Each act
-waits for the decision diffs it should cause and checks that exactly those were published. A
-summary table follows; the exit status is 1 if any act failed.
+docs/examples/fleet.yaml links to), starts a scheduler worker and a rollout worker in this process
+and plays acts against them: a cluster joins, a label changes, an AddOn score changes, a cluster
+becomes unreachable and a toleration runs out, a placement is deleted; then a revision is rolled
+out over decision groups (demo_rollout.py): the canary first, the demo's deployer reporting, a soak
+ending on a timer, a new revision starting over, a failing canary stopping it. Each act waits for
+the decision diffs and rollout diffs it should cause and checks that exactly those were published.
+A summary table follows; the exit status is 1 if any act failed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 import typer
 from pydantic import ValidationError
@@ -27,6 +30,20 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fleetplace.services.commands.demo_rollout import (
+    API,
+    CANARY,
+    DEADLINE,
+    SOAK_S,
+    DemoDeployer,
+    ExpectedRolloutDiff,
+    Recheck,
+    describe_rollout_diff,
+    parse_rollout_diff,
+    rollout_document,
+    rollout_line,
+)
+from fleetplace.services.rollout.worker import RolloutWorker
 from fleetplace.services.scheduler.worker import SchedulerWorker
 from fleetplace.shared.bus.broker import EmbeddedBroker
 from fleetplace.shared.bus.codec import decode_object
@@ -57,6 +74,15 @@ WEB, ANALYTICS, MONITORING = "apps/web", "apps/analytics", "apps/monitoring"
 
 
 # ---- what an act expects ---------------------------------------------------------------------
+
+
+class Expectation(Protocol):
+    """One diff an act should cause, on `decisions` (ExpectedDiff) or `rollout-decisions`
+    (ExpectedRolloutDiff): each matches only diffs of its own topic."""
+
+    def matches(self, diff: Mapping[str, Any]) -> bool: ...
+
+    def describe(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +117,8 @@ def _describe(placement: str, added: Sequence[str], removed: Sequence[str], dele
 
 
 def describe_diff(diff: Mapping[str, Any]) -> str:
+    if "rollout" in diff:
+        return describe_rollout_diff(diff)
     return _describe(
         str(diff.get("placement")),
         diff.get("added") or (),
@@ -100,8 +128,8 @@ def describe_diff(diff: Mapping[str, Any]) -> str:
 
 
 def unmatched(
-    expected: Sequence[ExpectedDiff], seen: Sequence[Mapping[str, Any]]
-) -> tuple[list[ExpectedDiff], list[Mapping[str, Any]]]:
+    expected: Sequence[Expectation], seen: Sequence[Mapping[str, Any]]
+) -> tuple[list[Expectation], list[Mapping[str, Any]]]:
     """Expected diffs not seen, and seen diffs not expected (an act passes when both are empty)."""
     missing = list(expected)
     unexpected: list[Mapping[str, Any]] = []
@@ -119,7 +147,7 @@ class Act:
     title: str
     story: str
     records: Callable[[], list[OutgoingRecord]]  # built when the act starts (taints carry the time)
-    expected: tuple[ExpectedDiff, ...]
+    expected: tuple[Expectation, ...]
     timeout_s: float = 10.0
     starts_worker: bool = False
     detail: Callable[[], str] | None = None  # a line shown when the act starts
@@ -128,7 +156,7 @@ class Act:
 @dataclass(frozen=True, slots=True)
 class ActResult:
     title: str
-    expected: tuple[ExpectedDiff, ...]
+    expected: tuple[Expectation, ...]
     seen: tuple[Mapping[str, Any], ...]
     seconds: float
     ok: bool
@@ -178,7 +206,9 @@ def _now_seconds() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
-def build_acts(fleet: ExampleFleet, topics: Topics, taint_times: list[datetime]) -> list[Act]:
+def build_acts(
+    fleet: ExampleFleet, topics: Topics, taint_times: list[datetime], deployer: DemoDeployer
+) -> list[Act]:
     """The script. The expected diffs follow from the example fleet (see fleet.yaml's comments)."""
     west_2 = fleet.get("ManagedCluster", "west-1")
     west_2["metadata"]["name"] = "west-2"
@@ -208,7 +238,8 @@ def build_acts(fleet: ExampleFleet, topics: Topics, taint_times: list[datetime])
     return [
         Act(
             "worker starts",
-            f"{fleet.path.name} is on the bus; the scheduler worker reads it and decides every placement",
+            f"{fleet.path.name} is on the bus; the scheduler worker reads it and decides every placement "
+            "(a rollout worker starts beside it, with no rollout yet)",
             lambda: to_outgoing(fleet.planned, topics),
             (
                 ExpectedDiff(WEB, ("east-1", "west-1"), trigger="placement"),
@@ -216,6 +247,7 @@ def build_acts(fleet: ExampleFleet, topics: Topics, taint_times: list[datetime])
                 ExpectedDiff(
                     MONITORING, ("east-1", "east-2", "edge-1", "edge-2", "west-1"), trigger="placement"
                 ),
+                ExpectedDiff(API, ("east-1", "east-2", "edge-1", "edge-2"), trigger="placement"),
             ),
             timeout_s=30.0,
             starts_worker=True,
@@ -262,6 +294,76 @@ def build_acts(fleet: ExampleFleet, topics: Topics, taint_times: list[datetime])
             delete_analytics,
             (ExpectedDiff(ANALYTICS, (), ("edge-2",), trigger="placement", deleted=True),),
         ),
+        *rollout_acts(fleet, topics, deployer),
+    ]
+
+
+def rollout_acts(fleet: ExampleFleet, topics: Topics, deployer: DemoDeployer) -> list[Act]:
+    """A revision rolled out over apps/api's decision groups (canary: edge-1; the rest: east-1,
+    east-2, edge-2), the demo playing the deployer (demo_rollout.py)."""
+    fleet.get("Placement", API)  # the acts are written for the example fleet's api placement
+    rest = ("east-1", "east-2", "edge-2")
+
+    def report(status: str, revision: str, message: str) -> Callable[[], list[OutgoingRecord]]:
+        return lambda: [deployer.report(CANARY, status, revision, _now_seconds(), message)]
+
+    def after(status: str, wait: timedelta, label: str) -> Recheck:
+        return Recheck(label, lambda: deployer.last_since(status) + wait)
+
+    soak = timedelta(seconds=SOAK_S)
+    return [
+        Act(
+            "rollout started",
+            f"Rollout {API} v1: ProgressivePerGroup over api's decision groups, canary mandatory",
+            _upsert(topics, rollout_document("v1")),
+            (ExpectedRolloutDiff(API, "v1", (CANARY,), trigger="rollout"),),
+            timeout_s=20.0,  # the first act the rollout worker must be ready for (its group joined)
+        ),
+        Act(
+            "canary applied",
+            f"the demo's deployer applies v1 to {CANARY} and reports Progressing",
+            report("Progressing", "v1", "applied"),
+            (
+                ExpectedRolloutDiff(
+                    API, "v1", trigger="status", recheck=after("Progressing", DEADLINE, "its deadline")
+                ),
+            ),
+        ),
+        Act(
+            "canary healthy",
+            f"the deployer reports {CANARY} Succeeded: it soaks {SOAK_S} s before the next group starts",
+            report("Succeeded", "v1", "healthy"),
+            (ExpectedRolloutDiff(API, "v1", trigger="status", recheck=after("Succeeded", soak, "soak end")),),
+        ),
+        Act(
+            "soak over",
+            "no event: the soak ends on the rollout worker's timer and the rest of api gets v1",
+            lambda: [],
+            (ExpectedRolloutDiff(API, "v1", rest, (CANARY,), trigger="recheck"),),
+            timeout_s=SOAK_S + 5.0,
+            detail=lambda: f"soak ends {deployer.last_since('Succeeded') + soak:%H:%M:%S} UTC",
+        ),
+        Act(
+            "new revision",
+            "v2 is published before v1 is done: v1's reports count for nothing, it starts over",
+            _upsert(topics, rollout_document("v2")),
+            (ExpectedRolloutDiff(API, "v2", (CANARY,), rest, trigger="rollout"),),
+        ),
+        Act(
+            "canary failed",
+            f"the deployer reports {CANARY} Failed on v2: a mandatory group tolerates no failure",
+            report("Failed", "v2", "crash-looping"),
+            (
+                ExpectedRolloutDiff(
+                    API,
+                    "v2",
+                    trigger="status",
+                    breach=True,
+                    recheck=after("Failed", DEADLINE, "its deadline"),
+                ),
+            ),
+            detail=lambda: "maxFailures is breached: the rollout stops, the rest of api is not given v2",
+        ),
     ]
 
 
@@ -269,10 +371,13 @@ def build_acts(fleet: ExampleFleet, topics: Topics, taint_times: list[datetime])
 
 
 class DecisionFeed:
-    """Every DecisionDiff on the `decisions` topic in arrival order (a global-table source in a task)."""
+    """Every DecisionDiff on `decisions` and every rollout diff on `rollout-decisions`, in arrival
+    order (a global-table source in a task)."""
 
     def __init__(self, kafka: KafkaSettings, topics: Topics) -> None:
-        self._reader = BroadcastReader(kafka, [topics.decisions], poll_timeout_ms=50)
+        self._reader = BroadcastReader(
+            kafka, [topics.decisions, topics.rollout_decisions], poll_timeout_ms=50
+        )
         self._task: asyncio.Task[None] | None = None
         self.diffs: list[dict[str, Any]] = []
 
@@ -295,19 +400,28 @@ class DecisionFeed:
                 if value is not None:
                     self.diffs.append(value)
 
-    def latest(self) -> dict[str, dict[str, Any]]:
+    def latest(self, field: str = "placement") -> dict[str, dict[str, Any]]:
+        """The last diff per placement (or per rollout, with field="rollout")."""
         out: dict[str, dict[str, Any]] = {}
         for diff in self.diffs:
-            out[str(diff["placement"])] = diff
+            if field in diff:
+                out[str(diff[field])] = diff
         return out
 
 
 def _print_diff(console: Console, diff: Mapping[str, Any], ok: bool) -> None:
+    mark = "" if ok else " [bold red]unexpected[/bold red]"
+    if "rollout" in diff:
+        rollout, head, change, now = rollout_line(diff)
+        console.print(
+            f"   [bold]rollout {escape(rollout)}[/bold] [dim]{escape(head)}[/dim] "
+            f"{escape(change)} → {escape(now)}{mark}"
+        )
+        return
     trigger = diff.get("trigger") or {}
     changes = [f"[green]+{escape(c)}[/green]" for c in diff.get("added") or ()]
     changes += [f"[red]−{escape(c)}[/red]" for c in diff.get("removed") or ()]
     now = "deleted" if diff.get("deleted") else ", ".join(diff.get("decisions") or ()) or "(none)"
-    mark = "" if ok else " [bold red]unexpected[/bold red]"
     console.print(
         f"   [bold]{escape(str(diff['placement']))}[/bold] seq {diff['seq']} "
         f"[dim]({escape(str(trigger.get('kind')))} {escape(str(trigger.get('key')))})[/dim] "
@@ -322,10 +436,12 @@ class Demo:
         self.topics = Topics(settings.topic_prefix)
         self.fleet = fleet
         self.taint_times: list[datetime] = []
-        self.acts = build_acts(fleet, self.topics, self.taint_times)
+        self.deployer = DemoDeployer(self.topics)
+        self.acts = build_acts(fleet, self.topics, self.taint_times, self.deployer)
         self.feed = DecisionFeed(settings.kafka, self.topics)
         self.worker: SchedulerWorker | None = None
-        self._worker_task: asyncio.Task[None] | None = None
+        self.rollout_worker: RolloutWorker | None = None
+        self._worker_tasks: dict[str, asyncio.Task[None]] = {}
         self._producer: Any = None
 
     async def run(self) -> list[ActResult]:
@@ -393,24 +509,29 @@ class Demo:
 
     def _start_worker(self) -> None:
         self.worker = SchedulerWorker(self.settings, instance="demo-scheduler")
-        self._worker_task = asyncio.create_task(self.worker.run())
+        self.rollout_worker = RolloutWorker(self.settings, instance="demo-rollout")
+        self._worker_tasks = {
+            "scheduler": asyncio.create_task(self.worker.run()),
+            "rollout": asyncio.create_task(self.rollout_worker.run()),
+        }
 
     def _check_worker(self) -> None:
-        task = self._worker_task
-        if task is not None and task.done():
-            task.result()  # re-raise what stopped it
-            raise BusError("the scheduler worker stopped unexpectedly")
+        for name, task in self._worker_tasks.items():
+            if task.done():
+                task.result()  # re-raise what stopped it
+                raise BusError(f"the {name} worker stopped unexpectedly")
 
     async def _stop_worker(self) -> None:
-        if self.worker is None or self._worker_task is None:
-            return
-        self.worker.stop()
-        try:
-            await asyncio.wait_for(self._worker_task, 10.0)
-        except Exception as exc:  # the demo's result is already known; say why the stop was untidy
-            self.console.print(
-                f"[yellow]warning: the worker did not stop cleanly: {escape(str(exc))}[/yellow]"
-            )
+        for worker in (self.worker, self.rollout_worker):
+            if worker is not None:
+                worker.stop()
+        for name, task in self._worker_tasks.items():
+            try:
+                await asyncio.wait_for(task, 10.0)
+            except Exception as exc:  # the demo's result is already known; say why the stop was untidy
+                self.console.print(
+                    f"[yellow]warning: the {name} worker did not stop cleanly: {escape(str(exc))}[/yellow]"
+                )
 
 
 def summary_table(results: Sequence[ActResult], total_acts: int) -> Table:
@@ -434,6 +555,26 @@ def summary_table(results: Sequence[ActResult], total_acts: int) -> Table:
         )
     for number in range(len(results) + 1, total_acts + 1):
         table.add_row(str(number), "[dim]not played[/dim]", "", "", "", "", "[dim]–[/dim]")
+    return table
+
+
+def rollouts_table(latest: Mapping[str, Mapping[str, Any]]) -> Table:
+    table = Table(title="rollouts now (last diff per rollout)", title_justify="left")
+    for column in ("rollout", "seq", "revision", "roll out to now", "maxFailureBreach", "complete"):
+        table.add_column(column)
+    for key, value in sorted(latest.items()):
+        diff = parse_rollout_diff(value)
+        if diff is None:
+            continue
+        clusters = "deleted" if diff.deleted else ", ".join(diff.clusters) or "(none)"
+        table.add_row(
+            key,
+            str(diff.seq),
+            diff.revision,
+            clusters,
+            str(diff.max_failure_breach).lower(),
+            str(diff.complete).lower(),
+        )
     return table
 
 
@@ -489,6 +630,7 @@ def run_demo(
                 "kafka": kafka,
                 "topic_prefix": prefix,
                 "scheduler_group_id": f"{prefix}scheduler",
+                "rollout_group_id": f"{prefix}rollout",
                 "clock": "wall",
                 "http_host": "127.0.0.1",
                 "http_port": 0,
@@ -497,7 +639,7 @@ def run_demo(
         console.print(
             f"Topics: prefix [bold]{prefix}[/bold]; fleet: {fleet_file.name} with "
             f"{fleet.count('ManagedCluster')} clusters, {fleet.count('AddOnPlacementScore')} AddOn scores, "
-            f"{fleet.count('Placement')} placements; worker: scheduler, in this process"
+            f"{fleet.count('Placement')} placements; workers: scheduler and rollout, in this process"
         )
         demo = Demo(console, settings, fleet)
         try:
@@ -507,6 +649,7 @@ def run_demo(
                 with contextlib.suppress(BusError, OSError):
                     asyncio.run(_delete_topics(kafka, demo.topics))
         console.print()
+        console.print(rollouts_table(demo.feed.latest("rollout")))
         console.print(decisions_table(demo.feed.latest()))
         if explore:
             explore_demo(console, settings)

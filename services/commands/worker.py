@@ -20,10 +20,11 @@ from fleetplace.services.commands.output import (
     write_yaml,
 )
 from fleetplace.services.http import HttpPortInUseError
+from fleetplace.shared.api.rollouts import RolloutDiff
 from fleetplace.shared.bus.codec import decode_object
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.kafka import BroadcastReader
-from fleetplace.shared.bus.topics import APP_PLACEMENTS, DEADLETTER, DECISIONS, Topics
+from fleetplace.shared.bus.topics import APP_PLACEMENTS, DEADLETTER, DECISIONS, ROLLOUT_DECISIONS, Topics
 from fleetplace.shared.logging import configure_from_settings
 from fleetplace.shared.settings import Settings, describe
 
@@ -213,6 +214,37 @@ def describe_app_placement(value: Mapping[str, Any]) -> str:
     return f"{head} -> {value.get('queue')} [{value.get('rule')}]{created}"
 
 
+def describe_rollout_decision(value: Mapping[str, Any]) -> str:
+    """One line per rollout diff: time, rollout, seq, revision, trigger, the change of the
+    roll-out-now set and the set; then, in parentheses, what else the answer says: clusters timed
+    out, a placement's error, a maxFailures breach, completion, the next recheck. A deleted rollout
+    ends in `(deleted)`."""
+    try:
+        diff = RolloutDiff.model_validate(value)
+    except ValidationError as e:
+        error = e.errors()[0]
+        where = ".".join(map(str, error["loc"]))
+        return f"{value.get('rollout')} seq={value.get('seq')}: not a rollout diff ({where}: {error['msg']})"
+    added = " ".join(f"+{c}" for c in diff.added)
+    removed = " ".join(f"-{c}" for c in diff.removed)
+    outcome = "(deleted)" if diff.deleted else ",".join(diff.clusters) or "(none)"
+    notes = [
+        f"{p.name}: timed out {','.join(c.cluster_name for c in p.clusters_time_out)}"
+        for p in diff.placements
+        if p.clusters_time_out
+    ]
+    notes += [f"{p.name}: error: {p.error}" for p in diff.placements if p.error]
+    if diff.max_failure_breach:
+        notes.append("maxFailureBreach")
+    if diff.complete:
+        notes.append("complete")
+    if diff.next_recheck_at:
+        notes.append(f"recheck at {diff.next_recheck_at}")
+    trigger = f"[{diff.trigger.get('kind')}:{diff.trigger.get('key')}]"
+    line = f"{diff.evaluated_at} {diff.rollout} seq={diff.seq} {diff.revision} {trigger} {added} {removed} -> {outcome}"
+    return f"{line} ({'; '.join(notes)})" if notes else line
+
+
 def describe_dead_letter(value: Mapping[str, Any]) -> str:
     """One line per dead letter: where the record was read, its key and why it was rejected."""
     key = value.get("key") if value.get("key") is not None else f"(base64 {value.get('key_b64')})"
@@ -224,6 +256,7 @@ def describe_dead_letter(value: Mapping[str, Any]) -> str:
 _WATCHED: dict[str, Callable[[Mapping[str, Any]], str]] = {
     DECISIONS: describe_decision,
     APP_PLACEMENTS: describe_app_placement,
+    ROLLOUT_DECISIONS: describe_rollout_decision,
     DEADLETTER: describe_dead_letter,
 }
 
@@ -239,13 +272,17 @@ def register(app: typer.Typer) -> None:
                 "--topic",
                 "-t",
                 metavar="|".join(_WATCHED),
-                help="What to follow: decision diffs, queue placements, or dead letters (with the rejection reason).",
+                help="What to follow: decision diffs, queue placements, rollout diffs, or dead letters "
+                "(with the rejection reason).",
             ),
         ] = DECISIONS,
         placement: Annotated[
             str | None,
             typer.Option(
-                "--placement", metavar="NS/NAME", help="Only this key (a placement, for decisions)."
+                "--placement",
+                "--rollout",
+                metavar="NS/NAME",
+                help="Only this key: a placement (decisions) or a rollout (rollout-decisions).",
             ),
         ] = None,
         output: Annotated[
