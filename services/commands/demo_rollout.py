@@ -15,9 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fleetplace.shared.api.rollouts import API_VERSION, RolloutDiff, RolloutStatusReport, status_key
-from fleetplace.shared.bus.codec import encode_json
-from fleetplace.shared.bus.envelope import new_envelope
+from fleetplace.shared.api.rollouts import API_VERSION, RolloutDiff, RolloutStatusReport
+from fleetplace.shared.bus.deployer import status_record
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.bus.topics import Topics
 
@@ -55,20 +54,6 @@ def rollout_document(revision: str) -> dict[str, Any]:
             ],
         },
     }
-
-
-def status_record(
-    topics: Topics, rollout: str, cluster: str, report: RolloutStatusReport, source: str
-) -> OutgoingRecord:
-    """One deployer report on `rollout-status`: key `<namespace>/<rollout>/<cluster>`, on the
-    partition of the rollout's key (docs/topics.md)."""
-    return OutgoingRecord(
-        topics.rollout_status,
-        status_key(rollout, cluster),
-        encode_json(report.to_value()),
-        new_envelope("io.fleetplace.rollout-status", source).to_headers(),
-        partition_key=rollout,
-    )
 
 
 class DemoDeployer:

@@ -239,10 +239,8 @@ def report(
 
     from fleetplace.services.commands.worker import _settings
     from fleetplace.shared.api.rollouts import RolloutStatusReport, status_key
-    from fleetplace.shared.bus.codec import encode_json
-    from fleetplace.shared.bus.envelope import new_envelope
+    from fleetplace.shared.bus.deployer import status_record
     from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
-    from fleetplace.shared.bus.records import OutgoingRecord
     from fleetplace.shared.bus.topics import Topics
 
     key = _rollout_key(rollout)
@@ -266,15 +264,9 @@ def report(
         producer = make_producer(settings.kafka)
         await start_client(producer)
         try:
-            headers = new_envelope("io.fleetplace.rollout-status", "/fleetplace/rollout-report").to_headers()
-            record = OutgoingRecord(
-                topics.rollout_status,
-                status_key(key, cluster),
-                encode_json(value.to_value()),
-                headers,
-                partition_key=key,
+            await send_all(
+                producer, [status_record(topics, key, cluster, value, "/fleetplace/rollout-report")]
             )
-            await send_all(producer, [record])
         finally:
             await producer.stop()
 

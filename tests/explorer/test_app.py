@@ -27,7 +27,7 @@ from tests.explorer.pages import Elements, cluster_rows, timeline_rows
 
 pytestmark = pytest.mark.integration
 
-PLACEMENTS = ("apps/web", "apps/analytics", "apps/monitoring")
+PLACEMENTS = ("apps/web", "apps/analytics", "apps/monitoring", "apps/api")
 PAGES = (
     "/placements",
     "/placements?namespace=apps&condition=Satisfied&q=web",

@@ -158,7 +158,7 @@ def test_a_user_finds_why_web_moved_and_the_fleet_matrix(demo_settings: Settings
         browser.find_element(By.LINK_TEXT, "Matrix").click()
         wait.until(expected_conditions.url_contains("/fleet/matrix"))
         row = browser.find_element(By.CSS_SELECTOR, 'tr[data-cluster="east-2"]')
-        assert row.text.count("●") == 2  # web and monitoring use east-2 now
+        assert row.text.count("●") == 3  # web, monitoring and api use east-2 now
         browser.find_element(By.LINK_TEXT, "placements using them").click()
         wait.until(expected_conditions.url_contains("sort=uses"))
         _shot(browser, "matrix")
