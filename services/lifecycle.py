@@ -6,7 +6,8 @@ consumer group), and sinks. `WorkerRuntime` runs one; the worker brings only its
 the hooks of `WorkerLogic`:
 
     outgoing ← on_broadcast(batch)      every batch of the broadcast reader
-    outgoing ← on_records(records)      every poll of the group consumer (also an empty one)
+    outgoing ← on_records(records)      every poll of the group consumer (also an empty one), with
+                                        the records already fetched behind it if `coalesce_records`
     on_turn(turn)                       once per turn: timers, evaluation; may publish itself
     publish turn.outgoing, then commit turn.commits (offsets only after the acknowledgement)
 
@@ -37,6 +38,7 @@ from fleetplace.services.http import HttpServer
 from fleetplace.shared.bus.envelope import parse_time
 from fleetplace.shared.bus.health import BrokerWatch
 from fleetplace.shared.bus.kafka import (
+    TP,
     Batch,
     BroadcastReader,
     make_consumer,
@@ -92,7 +94,13 @@ class Turn:
 class Topology:
     """Where a worker reads. `group` topics are subscribed when the worker is first ready if
     `subscribe_when_ready` (nothing is taken from the group before the state is loaded), else at
-    once (the group join then overlaps the initial load)."""
+    once (the group join then overlaps the initial load).
+
+    `coalesce_records`: after a group poll that returned records, the records the consumer has
+    already fetched are added to the same turn without waiting, up to this many in all, so a worker
+    that is behind handles a backlog in few large turns (0: one poll per turn). `group_options` and
+    `producer_options` are passed to the clients (e.g. the range assignor, which gives one instance
+    the same partition number of every co-partitioned group topic)."""
 
     broadcast: Sequence[str]
     group: Sequence[str]
@@ -102,6 +110,8 @@ class Topology:
     session_timeout_ms: int = 6000
     heartbeat_interval_ms: int = 1000
     subscribe_when_ready: bool = False
+    coalesce_records: int = 0
+    group_options: Mapping[str, Any] = field(default_factory=dict)
     producer_options: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -171,6 +181,7 @@ class WorkerRuntime:
         self.producer: Any = None
         self.reader: Any = None
         self.group: Any = None
+        self.group_partitions: list[TP] = []  # of the group topics, known once the group client started
         self.http: HttpServer | None = None
         self.subscribed = False
         self._held: list[Record] = []
@@ -217,9 +228,10 @@ class WorkerRuntime:
                 session_timeout_ms=top.session_timeout_ms,
                 heartbeat_interval_ms=top.heartbeat_interval_ms,
                 max_poll_records=top.group_max_records,
+                **top.group_options,
             )
             await start_client(self.group)
-            await partitions_of(self.group, top.group)
+            self.group_partitions = await partitions_of(self.group, top.group)
             if not top.subscribe_when_ready:
                 self._subscribe()
             watch = BrokerWatch(
@@ -302,6 +314,8 @@ class WorkerRuntime:
                         records = []
                     elif self._held:
                         records, self._held = self._held + records, []
+                    if records and top.coalesce_records:
+                        records = await self._coalesce(group, records)
                     await logic.on_records(records, turn)
                 await logic.on_turn(turn)
                 await self.publish(turn)
@@ -311,6 +325,16 @@ class WorkerRuntime:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
+
+    async def _coalesce(self, group: Any, records: list[Record]) -> list[Record]:
+        """`records` and what the group consumer has already fetched, up to `coalesce_records`."""
+        batch = list(records)
+        while len(batch) < self.topology.coalesce_records:
+            more = await poll(group, timeout_ms=0, max_records=self.topology.coalesce_records - len(batch))
+            if not more:
+                break
+            batch.extend(more)
+        return batch
 
     async def publish(self, turn: Turn) -> None:
         """Send the turn's records and wait for the acknowledgements, then commit its offsets."""

@@ -168,11 +168,7 @@ def worker_rollout(
         raise typer.Exit(2)
     settings = _settings(bootstrap, prefix, clock=clock, http_port=http_port, rollout_group_id=group)
     configure_from_settings(settings)
-    try:
-        asyncio.run(run_rollout_worker(settings, instance))
-    except BusError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1) from None
+    _run(run_rollout_worker(settings, instance))
 
 
 def describe_decision(value: Mapping[str, Any]) -> str:

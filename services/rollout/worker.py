@@ -1,4 +1,4 @@
-"""The rollout worker: the Kafka shell around `RolloutProcessor`.
+"""The rollout worker: the Kafka shell around `RolloutProcessor`, run by `WorkerRuntime`.
 
 Sources: `placement-decisions` read whole by every instance (a global table), and `rollouts`,
 `rollout-status` and `rollout-decisions` through a consumer group with the range assignor, which
@@ -12,9 +12,7 @@ and only what differs from its last diff is published.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -23,23 +21,13 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
-from fleetplace.services.lifecycle import Clock
+from fleetplace.services.lifecycle import Clock, Topology, Turn, WorkerRuntime, run_until_signalled
 from fleetplace.services.rollout.core import InvalidRecord, RolloutChange, RolloutProcessor
 from fleetplace.shared.api.objects import ObjectError
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
 from fleetplace.shared.bus.errors import DecodeError
-from fleetplace.shared.bus.kafka import (
-    BroadcastReader,
-    caught_up,
-    make_consumer,
-    make_producer,
-    partitions_of,
-    poll,
-    send_all,
-    start_client,
-    stop_with_leave,
-)
+from fleetplace.shared.bus.kafka import Batch, caught_up, send_all
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics, rollout_of, rollout_partition
 from fleetplace.shared.logging import get_logger
@@ -50,7 +38,8 @@ log = get_logger("fleetplace.rollout")
 GROUP_TOPICS = ("rollouts", "rollout-status", "rollout-decisions")
 # Rollouts evaluated between two turns of the event loop.
 EVALUATION_SLICE = 200
-# Records taken into one batch, at most, when more are already fetched (see `_drain`).
+# Records taken into one turn, at most, when more are already fetched: when the worker is behind,
+# more reports coalesce into one evaluation per rollout.
 BATCH_LIMIT = 100_000
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_INTERVAL_MS = 1000
@@ -109,9 +98,39 @@ class RolloutWorker:
         self._caught_up = False
         self._ready = False
         self._inflight: list[asyncio.Task[Any]] = []
-        self._stop = asyncio.Event()
-        self._group: Any = None
         self.published = 0
+        broadcast = [self.topics.placement_decisions]
+        if settings.clock == "topic":
+            broadcast.append(self.topics.clock)
+        self.runtime = WorkerRuntime(
+            settings,
+            self,
+            Topology(
+                broadcast=broadcast,
+                group=[self.topics.name(t) for t in GROUP_TOPICS],
+                group_id=settings.rollout_group_id,
+                broadcast_max_records=20_000,
+                group_max_records=20_000,
+                session_timeout_ms=SESSION_TIMEOUT_MS,
+                heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+                coalesce_records=BATCH_LIMIT,
+                group_options={"partition_assignment_strategy": (RangePartitionAssignor,)},
+                producer_options={"linger_ms": 5, "max_batch_size": 262144},
+            ),
+            name="rollout worker",
+            instance=instance,
+            registry=self.registry,
+            rebalance_listener=_Ownership(self),
+            failpoints="rollout",
+        )
+
+    @property
+    def producer(self) -> Any:
+        return self.runtime.producer
+
+    @property
+    def http(self) -> HttpServer | None:
+        return self.runtime.http
 
     # ---- ownership ------------------------------------------------------------------------
     def _owns(self, key: str) -> bool:
@@ -132,110 +151,51 @@ class RolloutWorker:
 
     async def _assign(self, assigned: list[tuple[str, int]]) -> None:
         self._assigned |= {p for _, p in assigned}
-        if assigned and self._group is not None:
-            await self._group.seek_to_beginning(*[TopicPartition(t, p) for t, p in assigned])
+        self._partitions = sum(1 for t, _ in self.runtime.group_partitions if t == self.topics.rollouts)
+        if assigned:
+            await self.runtime.group.seek_to_beginning(*[TopicPartition(t, p) for t, p in assigned])
         self._caught_up = False
         log.info("partitions assigned", partitions=sorted({p for _, p in assigned}))
 
     # ---- lifecycle ------------------------------------------------------------------------
     def stop(self) -> None:
-        self._stop.set()
+        self.runtime.stop()
+
+    async def run(self) -> None:
+        await self.runtime.run()
 
     @property
     def ready(self) -> bool:
+        """Caught up on the placements' decisions (the runtime adds: and the broker answers)."""
         return self._ready
 
-    async def run(self) -> None:
-        kafka = self.settings.kafka
-        broadcast = [self.topics.placement_decisions]
-        if self.settings.clock == "topic":
-            broadcast.append(self.topics.clock)
-        self.producer = make_producer(kafka, linger_ms=5, max_batch_size=262144)
-        await start_client(self.producer)
-        reader = BroadcastReader(kafka, broadcast, prefix=self.settings.topic_prefix, max_records=20_000)
-        try:
-            await reader.start()
-            group = make_consumer(
-                kafka,
-                group_id=self.settings.rollout_group_id,
-                session_timeout_ms=SESSION_TIMEOUT_MS,
-                heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-                max_poll_records=20_000,
-                partition_assignment_strategy=(RangePartitionAssignor,),
-            )
-            await start_client(group)
-            self._group = group
-            names = [self.topics.name(t) for t in GROUP_TOPICS]
-            self._partitions = len(
-                [tp for tp in await partitions_of(group, names) if tp[0] == self.topics.rollouts]
-            )
-            group.subscribe(names, listener=_Ownership(self))
-            http = HttpServer.from_settings(self.settings, ready=lambda: self.ready, registry=self.registry)
-            await http.start()
-            log.info("rollout worker started", http=http.url, instance=self.instance)
-            try:
-                await self._loop(reader, group)
-            finally:
-                await http.stop()
-                with contextlib.suppress(Exception):
-                    await stop_with_leave(group, self.settings.rollout_group_id, kafka)
-        finally:
-            await reader.stop()
-            await self.producer.stop()
-            log.info("rollout worker stopped", instance=self.instance, published=self.published)
+    @property
+    def accepting(self) -> bool:
+        return True  # records are always applied; evaluation waits until the partitions are read
 
-    async def _loop(self, reader: BroadcastReader, group: Any) -> None:
-        reader_poll: asyncio.Task[Any] | None = None
-        group_poll: asyncio.Task[list[Record]] | None = None
-        try:
-            while not self._stop.is_set():
-                if reader_poll is None:
-                    reader_poll = asyncio.create_task(reader.poll())
-                if group_poll is None:
-                    group_poll = asyncio.create_task(poll(group, timeout_ms=100, max_records=20_000))
-                done, _ = await asyncio.wait((reader_poll, group_poll), return_when=asyncio.FIRST_COMPLETED)
-                outgoing: list[OutgoingRecord] = []
-                if reader_poll in done:
-                    batch = reader_poll.result()
-                    reader_poll = None
-                    outgoing.extend(self._consume_all(batch.records))
-                    if batch.caught_up:
-                        self._ready = True
-                if group_poll in done:
-                    records = group_poll.result()
-                    group_poll = None
-                    if records:
-                        records = await self._drain(group, records)
-                    outgoing.extend(self._consume_all(records))
-                    if not records and not self._caught_up and self._assigned:
-                        tps = [(self.topics.name(t), p) for t in GROUP_TOPICS for p in sorted(self._assigned)]
-                        self._caught_up = await caught_up(group, tps)
-                        if self._caught_up:
-                            self.processor.mark_all("startup")
-                now = self.clock.now()
-                if not self._ready or not self._caught_up or now is None:
-                    if outgoing:
-                        await send_all(self.producer, outgoing)
-                    continue
-                await self._evaluate(now, reader, outgoing)
-                self.metrics.timers.set(self.processor.timers_pending)
-        finally:
-            for task in (reader_poll, group_poll):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+    def summary(self) -> Mapping[str, Any]:
+        return {"published": self.published}
 
-    async def _drain(self, group: Any, records: list[Record]) -> list[Record]:
-        """Add the records already fetched to the batch (up to BATCH_LIMIT) without waiting: when
-        the worker is behind, more reports coalesce into one evaluation per rollout."""
-        batch = list(records)
-        while len(batch) < BATCH_LIMIT:
-            more = await poll(group, timeout_ms=0, max_records=BATCH_LIMIT - len(batch))
-            if not more:
-                break
-            batch.extend(more)
-        return batch
+    # ---- the hooks the runtime calls, once per turn ----------------------------------------
+    async def on_broadcast(self, batch: Batch, turn: Turn) -> None:
+        turn.outgoing.extend(self._consume_all(batch.records))
+        if batch.caught_up:
+            self._ready = True
+
+    async def on_records(self, records: list[Record], turn: Turn) -> None:
+        turn.outgoing.extend(self._consume_all(records))
+        if not records and not self._caught_up and self._assigned:
+            tps = [(self.topics.name(t), p) for t in GROUP_TOPICS for p in sorted(self._assigned)]
+            self._caught_up = await caught_up(self.runtime.group, tps)
+            if self._caught_up:
+                self.processor.mark_all("startup")
+
+    async def on_turn(self, turn: Turn) -> None:
+        now = self.clock.now()
+        if not self._ready or not self._caught_up or now is None:
+            return  # the runtime publishes the turn's dead letters
+        await self._evaluate(now, turn.take())
+        self.metrics.timers.set(self.processor.timers_pending)
 
     def _consume_all(self, records: Iterable[Record]) -> list[OutgoingRecord]:
         out = []
@@ -288,17 +248,17 @@ class RolloutWorker:
         except ValueError:
             return False
 
-    def _inputs(self, reader: BroadcastReader) -> dict[str, int]:
-        inputs = reader.watermark.inputs([self.topics.placement_decisions])
+    def _inputs(self) -> dict[str, int]:
+        inputs: dict[str, int] = self.runtime.reader.watermark.inputs([self.topics.placement_decisions])
         for name, offset in sorted(self._next.items()):
             if not name.startswith("rollout-decisions/"):
                 inputs[name] = offset
         return inputs
 
-    async def _evaluate(self, now: datetime, reader: BroadcastReader, outgoing: list[OutgoingRecord]) -> None:
+    async def _evaluate(self, now: datetime, outgoing: list[OutgoingRecord]) -> None:
         """Evaluate every marked rollout in slices, publishing each slice's diffs as it is done."""
         self.processor.tick(now)
-        inputs = self._inputs(reader) if self.processor.dirty else {}
+        inputs = self._inputs() if self.processor.dirty else {}
         sends = [asyncio.create_task(send_all(self.producer, outgoing))] if outgoing else []
         self._inflight = sends
         try:
@@ -335,9 +295,5 @@ class RolloutWorker:
 
 
 async def run_rollout_worker(settings: Settings, instance: str = "rollout") -> None:
-    worker = RolloutWorker(settings, instance=instance)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, worker.stop)
-    await worker.run()
+    """One rollout worker until SIGTERM or SIGINT."""
+    await run_until_signalled(RolloutWorker(settings, instance=instance).runtime)
