@@ -25,6 +25,7 @@ MODULES = (
     "fleetplace.services.auditor.replay",
     "fleetplace.services.auditor.walk",
     "fleetplace.services.scheduler.core",
+    "fleetplace.services.scheduler.ingest",
     "fleetplace.shared.api.admission",
     "fleetplace.shared.api.objects",
     "fleetplace.shared.bus.codec",

@@ -332,8 +332,14 @@ class ClusterChange:
 class SchedulerProcessor:
     """State stores + dirty set + timers for the placements this instance owns."""
 
-    def __init__(self, options: SchedulerOptions | None = None, owns: Any = None) -> None:
+    def __init__(
+        self, options: SchedulerOptions | None = None, owns: Any = None, *, fan_out: bool = True
+    ) -> None:
         self.options = options or SchedulerOptions()
+        # Whether applying a record looks for the placements it affects. Off where nothing is
+        # evaluated from the dirty set (the auditor's replay): the search is most of the cost of
+        # applying a cluster record, and the state stores are the same either way.
+        self.fan_out = fan_out
         self.engine = PlacementEngine(options=self.options.engine)
         self.fleet = self.engine.fleet
         self.published: dict[str, Published] = {}
@@ -548,6 +554,8 @@ class SchedulerProcessor:
     def _dirty_for_binding(
         self, namespace: str, set_name: str, trigger: Trigger, change: ClusterChange | None = None
     ) -> None:
+        if not self.fan_out:
+            return
         for key in self._by_namespace.get(namespace, ()):
             if key in self.dirty or not self.owns(key):
                 continue
@@ -556,6 +564,8 @@ class SchedulerProcessor:
                 self.mark(key, trigger)
 
     def _dirty_for_set(self, set_name: str, trigger: Trigger, change: ClusterChange | None = None) -> None:
+        if not self.fan_out:
+            return
         for ns in sorted(self._bindings_by_set.get(set_name, ())):
             self._dirty_for_binding(ns, set_name, trigger, change)
 
@@ -572,6 +582,8 @@ class SchedulerProcessor:
         """spec §9.1, narrowed: a set whose membership changed enqueues every placement bound to
         it; otherwise only placements that read what changed (see `ClusterChange`). The trigger
         (`kind`, `name`) is made here, only when something changed."""
+        if not self.fan_out:
+            return
         new = self.fleet.clusters.get(name)
         new_sets = set(self._sets_of(new.labels if new else None))
         old_sets = set(self._sets_of(old.labels if old else None))
@@ -584,6 +596,8 @@ class SchedulerProcessor:
             self._dirty_for_set(s, trigger, None if moved else change)
 
     def _dirty_for_score(self, cluster: str, resource: str) -> None:
+        if not self.fan_out:
+            return
         info = self.fleet.clusters.get(cluster)
         if info is None:
             return
