@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fleetplace.services.auditor.audit import differing, expected_of, recompute
+from fleetplace.services.auditor.check import differing, expected_of, recompute
 from fleetplace.services.auditor.history import DecisionRecord, History
 from fleetplace.services.auditor.replay import SourceReplay
 from fleetplace.services.auditor.walk import Auditor
