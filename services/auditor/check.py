@@ -18,12 +18,14 @@ from typing import Any
 from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.services.auditor.replay import SourceReplay
 from fleetplace.services.auditor.report import AuditReport, Mismatch, Tally
+from fleetplace.services.scheduler.core import Trigger
+from fleetplace.shared.api.decisions import DecisionDiff
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement import ScheduleResult
 from fleetplace.shared.placement.explain import explain
 from fleetplace.shared.placement.scheduler import run_signature
 
-COMPARED = ("deleted", "generation", "decisions", "groups", "status", "scores", "added", "removed", "sortBy")
+COMPARED = DecisionDiff.DECIDED
 
 
 class Recomputed:
@@ -75,47 +77,25 @@ class SharedRuns:
         self._values[signature] = recomputed
 
 
-def expected_of(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The compared fields of a recorded diff, with the worker's defaults filled in (the
-    record's own lists and mappings: nothing writes to them)."""
-    return {
-        "deleted": bool(record.get("deleted", False)),
-        "generation": record.get("generation", 0),
-        "decisions": record.get("decisions") or [],
-        "groups": record.get("groups") or [],
-        "status": record.get("status") or {},
-        "scores": record.get("scores") or {},
-        "added": record.get("added") or [],
-        "removed": record.get("removed") or [],
-        "sortBy": record.get("sortBy"),
-    }
+expected_of = DecisionDiff.decided  # the compared fields of a recorded diff
 
 
 def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns | None = None) -> Recomputed:
-    """The diff the worker would publish for `key` at `now`, against the decision in force.
-    With `shared`, a placement whose run cannot differ from one already recomputed in the same
-    state (same signature, same decision in force) takes that one's diff."""
+    """The diff the worker would publish for `key` at `now`, against the decision in force, built
+    by the worker's own `decision_diff`. With `shared`, a placement whose run cannot differ from
+    one already recomputed in the same state (same signature, same decision in force) takes that
+    one's diff."""
     processor = replay.processor
-    last = processor.published.get(key)
-    old = set(last.decisions) if last is not None and not last.deleted else set()
     placement = processor.fleet.placements.get(key)
+    trigger = Trigger("audit", key)  # neither the trigger nor the inputs are compared
     if placement is None:
-        value = {
-            "deleted": True,
-            "generation": 0,
-            "decisions": [],
-            "groups": [],
-            "status": {},
-            "scores": {},
-            "added": [],
-            "removed": sorted(old),
-            "sortBy": None,
-        }
-        return Recomputed(value)
+        return Recomputed(DecisionDiff.decided(processor.deletion_diff(key, now, trigger, {}).to_value()))
     signature: tuple[Any, ...] | None = None
     if shared is not None:
+        last = processor.published.get(key)
+        old = frozenset(last.decisions) if last is not None and not last.deleted else frozenset()
         fleet = processor.fleet
-        signature = (run_signature(placement, fleet, now, processor.engine.options), frozenset(old))
+        signature = (run_signature(placement, fleet, now, processor.engine.options), old)
         hit = shared.get(fleet, now, signature)
         if hit is not None:
             return Recomputed(
@@ -126,24 +106,7 @@ def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns 
             )
     result = processor.engine.evaluate(key, now)
     assert result is not None
-    decisions = list(result.decisions)
-    new = set(decisions)
-    value = {
-        "deleted": False,
-        "generation": placement.metadata.generation,
-        "decisions": decisions,
-        "groups": [
-            {"groupName": g.name, "groupIndex": g.index, "clusters": list(g.clusters)} for g in result.groups
-        ],
-        "status": {
-            "numberOfSelectedClusters": result.number_selected,
-            "conditions": [c.to_json() for c in result.conditions],
-        },
-        "scores": result.scores_of(new | old),  # compared as a mapping: sorted only for reports
-        "added": sorted(new - old),
-        "removed": sorted(old - new),
-        "sortBy": "Score" if placement.spec.sort_by == "Score" else None,
-    }
+    value = DecisionDiff.decided(processor.decision_diff(key, result, now, trigger, {}).to_value())
     recomputed = Recomputed(value, result, placement, result.skipped)
     if shared is not None and signature is not None:
         # the diff only: a sharer that mismatches is explained from its own run

@@ -22,6 +22,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
+from fleetplace.shared.api.decisions import SCHEMA_VERSION, DecisionDiff, DecisionGroup, DecisionTrigger
 from fleetplace.shared.api.objects import ObjectError, parse_object
 from fleetplace.shared.api.ocm import (
     AddOnPlacementScore,
@@ -37,8 +38,6 @@ from fleetplace.shared.placement import PlacementEngine, ScheduleResult
 from fleetplace.shared.placement.fleet import ClusterInfo, SetSelectorError
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from fleetplace.shared.placement.plugins.taints import requeue_time
-
-SCHEMA_VERSION = 1
 
 # topic (without prefix) -> the kind its values must be
 STATE_TOPICS: dict[str, str] = {
@@ -80,13 +79,7 @@ def format_time(t: datetime) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    kind: str  # cluster|taint|score|clusterset|binding|placement|toleration-expired|score-expired|resync|startup
-    key: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind, "key": self.key}
+Trigger = DecisionTrigger  # what made a placement dirty, recorded in its diff
 
 
 class Published:
@@ -137,26 +130,23 @@ class Published:
         return {c: s for c, s in self.scores.items() if c in set(self.decisions)}
 
     @classmethod
-    def from_diff(cls, diff: Mapping[str, Any]) -> Published:
-        # fields read in the order they always were: a malformed diff is reported as before
-        scores = dict(diff.get("scores") or {})
-        evaluated = diff.get("evaluatedAt")
-        evaluated_at = _timestamp(evaluated) if isinstance(evaluated, str) else 0.0
-        seq = int(diff["seq"])
-        decisions = tuple(diff.get("decisions") or ())
-        groups = tuple(
-            (g["groupName"], int(g["groupIndex"]), tuple(g["clusters"])) for g in diff.get("groups") or ()
-        )
+    def of(cls, diff: DecisionDiff) -> Published:
+        """What the checkpoint keeps of a diff; ValueError if its `evaluatedAt` is not a time."""
         return cls(
-            seq,
-            decisions,
-            groups,
-            diff.get("status") or {},
-            bool(diff.get("deleted", False)),
-            scores,
-            evaluated_at,
-            diff.get("sortBy") == "Score",
+            diff.seq,
+            diff.decisions,
+            tuple((g.group_name, g.group_index, g.clusters) for g in diff.groups),
+            diff.status,
+            diff.deleted,
+            diff.scores,
+            _timestamp(diff.evaluated_at) if diff.evaluated_at else 0.0,
+            diff.sort_by == "Score",
         )
+
+    @classmethod
+    def from_diff(cls, value: Mapping[str, Any]) -> Published:
+        """`of` a record value; InvalidDecisionDiff (a ValueError) if it is not a DecisionDiff."""
+        return cls.of(DecisionDiff.from_value(value))
 
 
 _TIMESTAMPS: dict[str, float] = {}  # evaluatedAt -> POSIX time: every diff of a batch has the same
@@ -698,11 +688,11 @@ class SchedulerProcessor:
         if placement is None:
             if last is None or last.deleted:
                 return None
-            diff = self._diff(key, last, (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True)
-            self.published[key] = Published.from_diff(diff)
+            gone = self.deletion_diff(key, now, trigger, inputs)
+            self.published[key] = Published.of(gone)
             self.engine.forget(key)
             self._forms.pop(key, None)
-            return diff
+            return gone.to_value()
         result = self.engine.evaluate(key, now)
         assert result is not None
         if result.skipped is not None:
@@ -739,11 +729,41 @@ class SchedulerProcessor:
             if follow is not None:
                 self._arm(key, "toleration-expired", follow.timestamp())
                 nxt = follow if nxt is None or follow < nxt else nxt
+        diff = self.decision_diff(key, result, now, trigger, inputs, nxt, (groups, status))
+        # what from_diff would read back from this diff, without reading it back
+        self.published[key] = Published(
+            seq=diff.seq,
+            decisions=decisions,
+            groups=groups,
+            scores=diff.scores,
+            status=status,
+            evaluated_at=now.timestamp(),
+            sort_by_score=diff.sort_by == "Score",
+        )
+        self.engine.commit(result)
+        return diff.to_value()
+
+    def decision_diff(
+        self,
+        key: str,
+        result: ScheduleResult,
+        now: datetime,
+        trigger: Trigger,
+        inputs: Mapping[str, int],
+        next_requeue: datetime | None = None,
+        form: tuple[tuple[tuple[str, int, tuple[str, ...]], ...], dict[str, Any]] | None = None,
+    ) -> DecisionDiff:
+        """The diff that publishing `result` (of the placement `key`, which exists) makes against
+        the decision in force: what the worker publishes and the auditor recomputes. `form`: the
+        result's groups and status as `_published_form` gives them, when already at hand."""
+        last = self.published.get(key)
+        placement = self.fleet.placements[key]
+        groups, status = form if form is not None else self._published_form(key, result)
+        decisions = result.decisions
         old = set(last.decisions) if last is not None and not last.deleted else set()
-        new = set(decisions)
-        changed = (new - old) | (old - new)
-        scores = result.scores_of(new | changed)
-        diff = self._diff(
+        # the scores of the selected clusters and of those added or removed
+        scores = result.scores_of(set(decisions) | old)
+        return self._diff(
             key,
             last,
             decisions,
@@ -753,22 +773,18 @@ class SchedulerProcessor:
             now,
             trigger,
             inputs,
-            nxt,
+            next_requeue,
             placement.metadata.generation,
             sort_by_score=placement.spec.sort_by == "Score",
         )
-        # what from_diff would read back from this diff, without reading it back
-        self.published[key] = Published(
-            seq=diff["seq"],
-            decisions=decisions,
-            groups=groups,
-            scores=dict(diff["scores"]),
-            status=status,
-            evaluated_at=now.timestamp(),
-            sort_by_score=placement.spec.sort_by == "Score",
+
+    def deletion_diff(
+        self, key: str, now: datetime, trigger: Trigger, inputs: Mapping[str, int]
+    ) -> DecisionDiff:
+        """The diff that says the placement `key` is gone."""
+        return self._diff(
+            key, self.published.get(key), (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True
         )
-        self.engine.commit(result)
-        return diff
 
     def _published_form(
         self, key: str, result: ScheduleResult
@@ -805,30 +821,26 @@ class SchedulerProcessor:
         *,
         deleted: bool = False,
         sort_by_score: bool = False,
-    ) -> dict[str, Any]:
-        old = list(last.decisions) if last is not None and not last.deleted else []
+    ) -> DecisionDiff:
+        old = last.decisions if last is not None and not last.deleted else ()
         old_set, new_set = set(old), set(decisions)
-        out: dict[str, Any] = {
-            "schemaVersion": SCHEMA_VERSION,
-            "placement": key,
-            "seq": (last.seq + 1) if last is not None else 1,
-            "generation": generation,
-            "evaluatedAt": format_time(now),
-            "trigger": trigger.to_json(),
-            "added": sorted(new_set - old_set),
-            "removed": sorted(old_set - new_set),
-            "decisions": list(decisions),
-            "groups": [{"groupName": n, "groupIndex": i, "clusters": list(c)} for n, i, c in groups],
-            "scores": dict(sorted(scores.items())),
-            "status": dict(status),
-            "nextRequeueAt": format_time(next_requeue) if next_requeue is not None else None,
-            "inputs": dict(inputs),
-        }
-        if deleted:
-            out["deleted"] = True
-        if sort_by_score:
-            out["sortBy"] = "Score"  # scores are visible: decisions are ordered by them
-        return out
+        return DecisionDiff(
+            placement=key,
+            seq=(last.seq + 1) if last is not None else 1,
+            evaluated_at=format_time(now),
+            trigger=trigger,
+            generation=generation,
+            added=tuple(sorted(new_set - old_set)),
+            removed=tuple(sorted(old_set - new_set)),
+            decisions=tuple(decisions),
+            groups=tuple(DecisionGroup(n, i, c) for n, i, c in groups),
+            scores=dict(sorted(scores.items())),
+            status=status,
+            next_requeue_at=format_time(next_requeue) if next_requeue is not None else None,
+            inputs=inputs,
+            deleted=deleted,
+            sort_by="Score" if sort_by_score else None,
+        )
 
     # ---- views ----------------------------------------------------------------------------
     def placement_decisions(self, key: str) -> dict[str, Any] | None:
