@@ -61,12 +61,10 @@ def _seq_problems(history: History, wanted: Callable[[str], bool]) -> list[SeqPr
 @contextmanager
 def _collection_off() -> Iterator[None]:
     """No cyclic GC during the walk (and in the processes it forks). The history is frozen out of
-    it (long-lived, and fork-friendly: collections would touch every page), and the walk itself
-    leaves no cyclic garbage — its state lives to the end, the rest is freed by reference counts
-    (a full walk of the benchmark's history leaves nothing for `gc.collect`) — so collections,
-    triggered by allocation counts, only rescanned the growing replay state (~5% of a single
-    walk; within noise for two processes' halves). Whatever the walk might leave is collected
-    once it is over."""
+    it (long-lived, and fork-friendly: collections would touch every page), and the walk leaves
+    no cyclic garbage — its state lives to the end, the rest is freed by reference counts — so
+    collections would only rescan the growing replay state (docs/performance.md#audit).
+    Whatever the walk might leave is collected once it is over."""
     enabled = gc.isenabled()
     gc.freeze()
     gc.disable()

@@ -171,7 +171,9 @@ class _Timer:
 
 @dataclass
 class SchedulerOptions:
-    addon_resync_s: float = 300.0  # fleetplace: AddOn placements every 5 minutes (spec §9.1)
+    # placements scored by an AddOn are re-evaluated every 5 minutes, as OCM resyncs them: a score
+    # can expire (validUntil) without any record arriving
+    addon_resync_s: float = 300.0
     full_resync_s: float = 600.0  # like OCM's informer resync
     engine: EngineOptions = DEFAULT_OPTIONS  # beyond-OCM switches (all off: decisions equal OCM's)
 
@@ -505,7 +507,7 @@ class SchedulerProcessor:
         else:
             self.engine.set_decision(key, pub.decisions)
 
-    # ---- fan-out (spec §9.1) --------------------------------------------------------------
+    # ---- fan-out: the placements a record can change the decision of -----------------------
     def mark(self, key: str, trigger: Trigger) -> None:
         if self.owns(key) and key not in self.dirty:
             self.dirty[key] = trigger
@@ -569,8 +571,9 @@ class SchedulerProcessor:
             return list(self.fleet.sets)
 
     def _dirty_for_cluster(self, name: str, old: ClusterInfo | None, kind: str) -> None:
-        """spec §9.1, narrowed: a set whose membership changed enqueues every placement bound to
-        it; otherwise only placements that read what changed (see `ClusterChange`). The trigger
+        """A set whose membership changed enqueues every placement bound to it (as OCM does on a
+        cluster event); otherwise, narrower than OCM, only placements that read what changed (see
+        `ClusterChange`). The trigger
         (`kind`, `name`) is made here, only when something changed."""
         if not self.fan_out:
             return
@@ -603,7 +606,7 @@ class SchedulerProcessor:
     def _arm(self, key: str, kind: str, at: float) -> None:
         due = self._timer_due.get((key, kind))
         if due is not None and due <= at:
-            return  # repeated delayed adds keep the earliest due time (spec §9.3)
+            return  # a timer armed again keeps its earliest due time, as a delaying work queue does
         self._timer_due[(key, kind)] = at
         heapq.heappush(self._timers, _Timer(at, key, kind))
 
@@ -696,7 +699,7 @@ class SchedulerProcessor:
         result = self.engine.evaluate(key, now)
         assert result is not None
         if result.skipped is not None:
-            return None  # disabled, deleting, or a broken set: decisions stay as they are (spec §9.2, §9.5)
+            return None  # disabled, deleting, or a broken set: the decisions in force stay as they are
         nxt = self._arm_after(key, result, now)
         groups, status = self._published_form(key, result)
         decisions = result.decisions
