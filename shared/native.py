@@ -21,6 +21,7 @@ from pathlib import Path
 MODULES = (
     "fleetplace.services.auditor.audit",
     "fleetplace.services.auditor.batches",
+    "fleetplace.services.auditor.check",
     "fleetplace.services.auditor.history",
     "fleetplace.services.auditor.replay",
     "fleetplace.services.auditor.walk",

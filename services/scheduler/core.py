@@ -573,8 +573,7 @@ class SchedulerProcessor:
     def _dirty_for_cluster(self, name: str, old: ClusterInfo | None, kind: str) -> None:
         """A set whose membership changed enqueues every placement bound to it (as OCM does on a
         cluster event); otherwise, narrower than OCM, only placements that read what changed (see
-        `ClusterChange`). The trigger
-        (`kind`, `name`) is made here, only when something changed."""
+        `ClusterChange`). The trigger (`kind`, `name`) is made here, only when something changed."""
         if not self.fan_out:
             return
         new = self.fleet.clusters.get(name)
