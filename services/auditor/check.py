@@ -2,10 +2,10 @@
 state, compare what it decides, and explain a difference. No processes and no walking here: the
 walk (`walk`) calls `Checker.visit` with the state each diff was computed from.
 
-Compared: generation, decisions (page order), groups, status, the scores of the clusters the
-record lists, added/removed, and deletion. Not compared: `trigger` (which of several pending
-records happened to mark the placement first) and `nextRequeueAt` (timer bookkeeping); neither
-changes what was decided.
+Compared: what the diff decided (`DecisionDiff.DECIDED`): generation, decisions (page order),
+groups, status, the scores of the clusters the record lists, added/removed, and deletion. Not
+compared: `trigger` (which of several pending records happened to mark the placement first) and
+`nextRequeueAt` (timer bookkeeping); neither changes what was decided.
 """
 
 from __future__ import annotations
