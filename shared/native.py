@@ -2,7 +2,7 @@
 
 Replaying a history and evaluating placements is interpreter-bound: attribute reads, calls and
 small loops over a few dozen clusters, not array arithmetic. Compiled, the same source walks
-the bench-audit history with a fifth to a quarter less CPU (docs/audit.md, Performance), and
+the bench-audit history with a fifth to a quarter less CPU (docs/performance.md#audit), and
 the worker's ingest and evaluation gain alike. The list is the engine, the worker's record
 processing and the auditor's walk; modules that lean on dynamic features (the CEL bindings,
 pydantic models, the CLI and the Kafka clients) stay interpreted.
@@ -21,10 +21,12 @@ from pathlib import Path
 MODULES = (
     "fleetplace.services.auditor.audit",
     "fleetplace.services.auditor.batches",
+    "fleetplace.services.auditor.check",
     "fleetplace.services.auditor.history",
     "fleetplace.services.auditor.replay",
     "fleetplace.services.auditor.walk",
     "fleetplace.services.scheduler.core",
+    "fleetplace.services.scheduler.ingest",
     "fleetplace.shared.api.admission",
     "fleetplace.shared.api.objects",
     "fleetplace.shared.bus.codec",

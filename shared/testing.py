@@ -8,15 +8,16 @@ In a downstream project's `conftest.py`:
     topic_prefix = topic_prefix_fixture()      # per test: "t3f9c1a2b4d." (tests never share topics)
 
 Set `FLEETPLACE_TEST_BOOTSTRAP=host:port` to run the same tests against a real
-Kafka instead of the embedded broker.
+Kafka instead of the embedded broker. A scheduler worker to run beside them is in
+`fleetplace.services.testing` (the library here knows nothing of the workers).
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import pytest
@@ -72,56 +73,3 @@ async def create_topics(
     """Create the whole catalogue under `prefix` (idempotent); the names and what was created."""
     topics = Topics(prefix)
     return topics, await ensure_topics(bootstrap, topics, work_partitions=work_partitions)
-
-
-@asynccontextmanager
-async def running_scheduler(bootstrap: str, prefix: str, **settings: Any) -> AsyncIterator[Any]:
-    """A scheduler worker running in this event loop until the block ends (topics created first).
-
-    For downstream tests of a deployer or subscriber:
-
-        async with running_scheduler(broker, topic_prefix) as worker:
-            ...publish ManagedClusters / Placements to f"{topic_prefix}clusters" etc...
-            ...consume f"{topic_prefix}decisions"...
-
-    `settings` override `fleetplace.shared.settings.Settings` fields (e.g. `clock="topic"`).
-    """
-    import asyncio
-
-    from fleetplace.services.scheduler.worker import SchedulerWorker
-    from fleetplace.shared.settings import KafkaSettings, Settings
-
-    await create_topics(bootstrap, prefix)
-    config = Settings(
-        kafka=KafkaSettings(bootstrap_servers=bootstrap),
-        topic_prefix=prefix,
-        scheduler_group_id=f"{prefix}scheduler",
-        http_port=0,
-        **settings,
-    )
-    worker = SchedulerWorker(config, instance="test-scheduler")
-    task = asyncio.create_task(worker.run())
-    try:
-        while not worker.ready:
-            if task.done():
-                task.result()  # surfaces the start-up error
-            await asyncio.sleep(0.05)
-        yield worker
-    finally:
-        worker.stop()
-        await asyncio.wait_for(task, 30)
-
-
-def scheduler_fixture(
-    *, name: str = "scheduler", broker: str = "broker", prefix: str = "topic_prefix"
-) -> Any:
-    """A pytest fixture (async) yielding a running scheduler worker on the `broker` fixture."""
-
-    @pytest.fixture(name=name)
-    async def _scheduler(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-        bootstrap = request.getfixturevalue(broker)
-        topic_prefix = request.getfixturevalue(prefix)
-        async with running_scheduler(bootstrap, topic_prefix) as worker:
-            yield worker
-
-    return _scheduler

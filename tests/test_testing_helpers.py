@@ -1,4 +1,4 @@
-"""The `fleetplace.shared.testing` helpers users get for their own subscriber tests."""
+"""The `fleetplace.services.testing` helpers users get for their own subscriber tests."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
+from fleetplace.services.testing import running_scheduler
 from fleetplace.shared.bus.codec import decode_object, encode_json
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
 from fleetplace.shared.bus.records import OutgoingRecord
-from fleetplace.shared.testing import running_scheduler
 
 pytestmark = pytest.mark.integration
 G = "cluster.open-cluster-management.io"

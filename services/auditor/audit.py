@@ -3,275 +3,34 @@
 For each batch (see `batches`): restore the instance's state to the batch's watermark
 (`replay`), then for each diff in key order: make the placement's previous decision the one the
 worker diffed against (seq - 1), evaluate the placement at `evaluatedAt` with the worker's own
-engine, compare what the diff would hold, and commit the recorded diff before the next one.
+engine, compare what the diff would hold (`check`), and commit the recorded diff before the next
+one. With several jobs the walk is cut into stretches checked in parallel (`parallel`).
 
-Compared: generation, decisions (page order), groups, status, the scores of the clusters the
-record lists, added/removed, and deletion. Not compared: `trigger` (which of several pending
-records happened to mark the placement first) and `nextRequeueAt` (timer bookkeeping); neither
-changes what was decided.
+Layers, each importing only those below it: `audit` (this module: the whole history, the
+report) → `parallel` (stretches in processes) → `walk` (batch after batch) and `check`
+(one diff) → `replay` (a worker instance's state) → `history` and `batches`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from fleetplace.services.auditor.early import EarlyStretch
-from fleetplace.services.auditor.history import DecisionRecord, History, InvalidDecision
-from fleetplace.services.auditor.queues import QueueAuditReport, audit_app_placements
-from fleetplace.services.auditor.replay import SourceReplay
+from fleetplace.services.auditor.check import Checker
+from fleetplace.services.auditor.history import DecisionRecord, History, read_history
+from fleetplace.services.auditor.history import Progress as HistoryProgress
+from fleetplace.services.auditor.parallel import check_in_parallel
+from fleetplace.services.auditor.queues import audit_app_placements
+from fleetplace.services.auditor.report import AuditReport, SeqProblem
 from fleetplace.services.auditor.walk import Auditor, Progress
-from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
-from fleetplace.shared.placement import ScheduleResult
-from fleetplace.shared.placement.explain import explain
+from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-from fleetplace.shared.placement.scheduler import run_signature
-
-COMPARED = ("deleted", "generation", "decisions", "groups", "status", "scores", "added", "removed", "sortBy")
-
-
-class Recomputed:
-    """What the diff would hold, recomputed from the replayed state (one per diff checked: a
-    plain class)."""
-
-    def __init__(
-        self,
-        value: dict[str, Any],
-        result: ScheduleResult | None = None,
-        placement: Placement | None = None,
-        skipped: str | None = None,
-        shared: bool = False,  # taken from another placement's run with the same signature
-    ) -> None:
-        self.value = value
-        self.result = result
-        self.placement = placement
-        self.skipped = skipped
-        self.shared = shared
-
-
-@dataclass
-class SharedRuns:
-    """Recomputed diffs of placements that cannot differ, computed once per replayed state.
-
-    Placements with equal `run_signature`s get the same schedule result; with the same decision
-    in force they would publish the same diff, generation aside. The table holds the current
-    state's values only: it is emptied when the fleet, its versions or `now` move on."""
-
-    hits: int = 0
-    _fleet: Any = None  # the state the table holds values of: this fleet, at these versions and now
-    _state: tuple[Any, ...] = ()
-    _values: dict[tuple[Any, ...], Recomputed] = field(default_factory=dict)
-
-    def _at(self, fleet: Any, now: datetime) -> None:
-        state = (fleet.version, fleet.score_version, now)
-        if fleet is not self._fleet or state != self._state:
-            self._values.clear()
-            self._fleet, self._state = fleet, state
-
-    def get(self, fleet: Any, now: datetime, signature: tuple[Any, ...]) -> Recomputed | None:
-        self._at(fleet, now)
-        found = self._values.get(signature)
-        if found is not None:
-            self.hits += 1
-        return found
-
-    def put(self, signature: tuple[Any, ...], recomputed: Recomputed) -> None:
-        self._values[signature] = recomputed
-
-
-def expected_of(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The compared fields of a recorded diff, with the worker's defaults filled in (the
-    record's own lists and mappings: nothing writes to them)."""
-    return {
-        "deleted": bool(record.get("deleted", False)),
-        "generation": record.get("generation", 0),
-        "decisions": record.get("decisions") or [],
-        "groups": record.get("groups") or [],
-        "status": record.get("status") or {},
-        "scores": record.get("scores") or {},
-        "added": record.get("added") or [],
-        "removed": record.get("removed") or [],
-        "sortBy": record.get("sortBy"),
-    }
-
-
-def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns | None = None) -> Recomputed:
-    """The diff the worker would publish for `key` at `now`, against the decision in force.
-    With `shared`, a placement whose run cannot differ from one already recomputed in the same
-    state (same signature, same decision in force) takes that one's diff."""
-    processor = replay.processor
-    last = processor.published.get(key)
-    old = set(last.decisions) if last is not None and not last.deleted else set()
-    placement = processor.fleet.placements.get(key)
-    if placement is None:
-        value = {
-            "deleted": True,
-            "generation": 0,
-            "decisions": [],
-            "groups": [],
-            "status": {},
-            "scores": {},
-            "added": [],
-            "removed": sorted(old),
-            "sortBy": None,
-        }
-        return Recomputed(value)
-    signature: tuple[Any, ...] | None = None
-    if shared is not None:
-        fleet = processor.fleet
-        signature = (run_signature(placement, fleet, now, processor.engine.options), frozenset(old))
-        hit = shared.get(fleet, now, signature)
-        if hit is not None:
-            return Recomputed(
-                {**hit.value, "generation": placement.metadata.generation},
-                placement=placement,
-                skipped=hit.skipped,
-                shared=True,
-            )
-    result = processor.engine.evaluate(key, now)
-    assert result is not None
-    decisions = list(result.decisions)
-    new = set(decisions)
-    value = {
-        "deleted": False,
-        "generation": placement.metadata.generation,
-        "decisions": decisions,
-        "groups": [
-            {"groupName": g.name, "groupIndex": g.index, "clusters": list(g.clusters)} for g in result.groups
-        ],
-        "status": {
-            "numberOfSelectedClusters": result.number_selected,
-            "conditions": [c.to_json() for c in result.conditions],
-        },
-        "scores": result.scores_of(new | old),  # compared as a mapping: sorted only for reports
-        "added": sorted(new - old),
-        "removed": sorted(old - new),
-        "sortBy": "Score" if placement.spec.sort_by == "Score" else None,
-    }
-    recomputed = Recomputed(value, result, placement, result.skipped)
-    if shared is not None and signature is not None:
-        # the diff only: a sharer that mismatches is explained from its own run
-        shared.put(signature, Recomputed(value, skipped=result.skipped))
-    return recomputed
-
-
-def differing(expected: Mapping[str, Any], recomputed: Mapping[str, Any]) -> list[str]:
-    return [f for f in COMPARED if expected.get(f) != recomputed.get(f)]
-
-
-def _shown(field_name: str, value: Any) -> Any:
-    """A compared field as a report shows it: scores by cluster name."""
-    return dict(sorted(value.items())) if field_name == "scores" and isinstance(value, dict) else value
-
-
-@dataclass
-class Mismatch:
-    """A decision that does not reproduce, and what differs."""
-
-    placement: str
-    seq: int
-    partition: int
-    offset: int
-    source: str
-    evaluated_at: str
-    trigger: Mapping[str, Any]
-    fields: list[str]
-    expected: dict[str, Any]
-    recomputed: dict[str, Any]
-    reason: str
-    clusters: list[dict[str, Any]] = field(default_factory=list)
-    inputs: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "placement": self.placement,
-            "seq": self.seq,
-            "record": f"decisions/{self.partition}@{self.offset}",
-            "source": self.source,
-            "evaluatedAt": self.evaluated_at,
-            "trigger": dict(self.trigger),
-            "fields": self.fields,
-            "reason": self.reason,
-            "expected": {f: _shown(f, self.expected[f]) for f in self.fields},
-            "recomputed": {f: _shown(f, self.recomputed.get(f)) for f in self.fields},
-            "clusters": self.clusters,
-            "inputs": self.inputs,
-        }
-
-
-@dataclass
-class SeqProblem:
-    """A break of the seq contract: a seq missing, or published twice with different content."""
-
-    placement: str
-    seq: int
-    problem: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"placement": self.placement, "seq": self.seq, "problem": self.problem}
-
-
-@dataclass
-class Tally:
-    checked: int = 0
-    reproduced: int = 0
-
-
-@dataclass
-class AuditReport:
-    records: int = 0
-    batches: int = 0
-    checked: int = 0
-    reproduced: int = 0
-    mismatches: list[Mismatch] = field(default_factory=list)
-    invalid: list[InvalidDecision] = field(default_factory=list)
-    seq_problems: list[SeqProblem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    per_placement: dict[str, Tally] = field(default_factory=dict)
-    queues: QueueAuditReport = field(default_factory=QueueAuditReport)
-    rebuilds: int = 0
-    shared: int = 0  # reproduced decisions whose recomputation was an alike placement's run
-    early_batches: int = 0  # checked by the process that started during the read (not in to_json)
-
-    @property
-    def ok(self) -> bool:
-        return (
-            not self.mismatches and not self.invalid and not self.seq_problems and not self.queues.mismatches
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "records": self.records,
-            "batches": self.batches,
-            "sharedRuns": self.shared,
-            "checked": self.checked,
-            "reproduced": self.reproduced,
-            "mismatched": len(self.mismatches),
-            "perPlacement": {
-                k: {"checked": t.checked, "reproduced": t.reproduced}
-                for k, t in sorted(self.per_placement.items())
-            },
-            "mismatches": [m.to_json() for m in self.mismatches],
-            "invalidRecords": [
-                {"key": i.key, "record": f"decisions/{i.partition}@{i.offset}", "error": i.error}
-                for i in self.invalid
-            ],
-            "seqProblems": [p.to_json() for p in self.seq_problems],
-            "warnings": self.warnings,
-            "appPlacements": {
-                "checked": self.queues.checked,
-                "reproduced": self.queues.reproduced,
-                "mismatches": [m.to_json() for m in self.queues.mismatches],
-                "unverified": self.queues.unreadable,
-            },
-        }
+from fleetplace.shared.settings import KafkaSettings
 
 
 def _seq_problems(history: History, wanted: Callable[[str], bool]) -> list[SeqProblem]:
@@ -299,159 +58,13 @@ def _seq_problems(history: History, wanted: Callable[[str], bool]) -> list[SeqPr
     return problems
 
 
-def _verdict(entry: Mapping[str, Any] | None) -> str:
-    if entry is None:
-        return "absent from the fleet at the watermark"
-    if "filteredBy" in entry:
-        return f"filtered by {entry['filteredBy']}: {entry['reason']}"
-    return f"{'selected' if entry.get('selected') else 'not selected'}, score {entry.get('total')}"
-
-
-def analyse(
-    replay: SourceReplay, record: DecisionRecord, recomputed: Recomputed, fields: list[str]
-) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
-    """Why a decision differs: a sentence, the clusters whose verdict changed, the inputs behind them."""
-    expected = expected_of(record.value)
-    got = recomputed.value
-    if recomputed.skipped is not None:
-        reason = f"the worker would not have published: evaluation skipped ({recomputed.skipped})"
-    elif expected["deleted"] and not got["deleted"]:
-        reason = "recorded as deleted, but the placement exists at the watermark"
-    elif got["deleted"] and not expected["deleted"]:
-        reason = "the placement does not exist at the watermark"
-    elif "generation" in fields:
-        reason = (
-            f"the placement at the watermark is generation {got['generation']}, not {expected['generation']}"
-        )
-    else:
-        reason = "recomputed " + ", ".join(fields) + " differ"
-    clusters: list[dict[str, Any]] = []
-    explanation: dict[str, Any] = {}
-    if recomputed.result is not None and recomputed.placement is not None:
-        explanation = explain(recomputed.result, recomputed.placement, replay.fleet, record.now)
-    recorded_set = set(expected["decisions"])
-    got_set = set(got["decisions"])
-    all_scores = recomputed.result.scores if recomputed.result is not None else {}
-    for name in sorted(recorded_set | got_set | set(expected["scores"])):
-        was = name in recorded_set
-        now_selected = name in got_set
-        recorded_score = expected["scores"].get(name)
-        score = all_scores.get(name)
-        if was == now_selected and (recorded_score is None or recorded_score == score):
-            continue
-        entry = explanation.get(name)
-        clusters.append(
-            {
-                "cluster": name,
-                "recorded": {"selected": was, "score": recorded_score},
-                "recomputed": {"selected": now_selected, "score": score, "verdict": _verdict(entry)},
-                **({"explain": entry} if entry is not None else {}),
-            }
-        )
-    if clusters:
-        names = ", ".join(c["cluster"] for c in clusters[:8])
-        reason += f"; verdict changed for {names}" + (" …" if len(clusters) > 8 else "")
-    inputs: list[dict[str, Any]] = []
-
-    def cite(topic: str, key: str) -> None:
-        where = replay.in_force.get((topic, key))
-        if where is not None:
-            inputs.append({"topic": topic, "key": key, "partition": where.partition, "offset": where.offset})
-
-    cite("placements", record.key)
-    for c in clusters:
-        name = c["cluster"]
-        cite("clusters", name)
-        cite("taints", name)
-        for topic, key in sorted(replay.in_force):
-            if topic == "scores" and key.startswith(f"{name}/"):
-                cite(topic, key)
-    return reason, clusters, inputs
-
-
-@dataclass
-class Checker:
-    """Checks the selected diffs of a walk and tallies them into a report (one per process)."""
-
-    placement: str | None = None
-    since: datetime | None = None
-    report: AuditReport = field(default_factory=AuditReport)
-    shared: SharedRuns | None = field(default_factory=SharedRuns)
-
-    def wanted_key(self, key: str) -> bool:
-        return self.placement is None or key == self.placement
-
-    def select(self, record: DecisionRecord) -> bool:
-        return self.wanted_key(record.key) and (self.since is None or record.now >= self.since)
-
-    def visit(self, replay: SourceReplay, record: DecisionRecord) -> None:
-        report = self.report
-        recomputed = recompute(replay, record.key, record.now, self.shared)
-        expected = expected_of(record.value)
-        fields = differing(expected, recomputed.value)
-        if fields and recomputed.shared:  # explained from this placement's own run
-            recomputed = recompute(replay, record.key, record.now)
-            fields = differing(expected, recomputed.value)
-        if recomputed.skipped is not None:
-            fields = fields or ["status"]
-        tally = report.per_placement.get(record.key)
-        if tally is None:
-            tally = report.per_placement[record.key] = Tally()
-        tally.checked += 1
-        report.checked += 1
-        if not fields:
-            tally.reproduced += 1
-            report.reproduced += 1
-            report.shared += recomputed.shared
-            return
-        reason, clusters, inputs = analyse(replay, record, recomputed, fields)
-        report.mismatches.append(
-            Mismatch(
-                placement=record.key,
-                seq=record.seq,
-                partition=record.partition,
-                offset=record.offset,
-                source=record.source,
-                evaluated_at=record.evaluated_at,
-                trigger=record.trigger,
-                fields=fields,
-                expected=expected,
-                recomputed=recomputed.value,
-                reason=reason,
-                clusters=clusters,
-                inputs=inputs,
-            )
-        )
-
-    def took(self, auditor: Auditor) -> None:
-        """What a walk by `auditor` reports beside the checks: its warnings and rebuilds."""
-        self.report.warnings = auditor.warnings
-        self.report.rebuilds = auditor.rebuilds
-
-    def merge(self, other: AuditReport) -> None:
-        """Add a later chunk's checks (chunks are merged in replay order)."""
-        report = self.report
-        report.checked += other.checked
-        report.reproduced += other.reproduced
-        report.mismatches.extend(other.mismatches)
-        report.warnings.extend(other.warnings)
-        report.rebuilds += other.rebuilds
-        report.shared += other.shared
-        for key, tally in other.per_placement.items():
-            mine = report.per_placement.setdefault(key, Tally())
-            mine.checked += tally.checked
-            mine.reproduced += tally.reproduced
-
-
 @contextmanager
 def _collection_off() -> Iterator[None]:
     """No cyclic GC during the walk (and in the processes it forks). The history is frozen out of
-    it (long-lived, and fork-friendly: collections would touch every page), and the walk itself
-    leaves no cyclic garbage — its state lives to the end, the rest is freed by reference counts
-    (a full walk of the benchmark's history leaves nothing for `gc.collect`) — so collections,
-    triggered by allocation counts, only rescanned the growing replay state (~5% of a single
-    walk; within noise for two processes' halves). Whatever the walk might leave is collected
-    once it is over."""
+    it (long-lived, and fork-friendly: collections would touch every page), and the walk leaves
+    no cyclic garbage — its state lives to the end, the rest is freed by reference counts — so
+    collections would only rescan the growing replay state (docs/performance.md#audit).
+    Whatever the walk might leave is collected once it is over."""
     enabled = gc.isenabled()
     gc.freeze()
     gc.disable()
@@ -472,22 +85,18 @@ def audit(
     engine: EngineOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
     jobs: int = 1,
-    early: EarlyStretch | None = None,
 ) -> AuditReport:
     """Check every decision of the history (or of one placement, or evaluated since a time).
 
     `engine` must be the options the workers ran with (FLEETPLACE_PREFER_NO_SELECT): they are
     not recorded in the decisions. `jobs` > 1 checks contiguous stretches of the history in
-    that many processes (same result, see `parallel`); `early` is one of them, started before
-    the history was read (`audit_topics`)."""
-    from fleetplace.services.auditor.parallel import check_in_parallel
-
+    that many processes (same result, see `parallel`)."""
     checker = Checker(placement, since)
     auditor = Auditor(history, limits, engine)
     with _collection_off():
-        if not check_in_parallel(auditor, checker, jobs, progress, early):
+        if not check_in_parallel(auditor, checker, jobs, progress):
             auditor.walk(checker.visit, checker.select, progress=progress)
-            checker.took(auditor)
+            checker.took(auditor.warnings, auditor.rebuilds)
     report = checker.report
     report.records = history.records_read
     report.batches = len(auditor.batches)
@@ -503,3 +112,24 @@ def audit(
     if history.app_placements and placement is None:
         report.queues = audit_app_placements(history, limits)
     return report
+
+
+def audit_topics(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    *,
+    placement: str | None = None,
+    since: datetime | None = None,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    engine: EngineOptions = DEFAULT_OPTIONS,
+    jobs: int = 1,
+    reading: HistoryProgress | None = None,
+    progress: Progress | None = None,
+) -> tuple[History, AuditReport]:
+    """`read_history` then `audit` (what `fleetplace audit` runs). Call it with no event loop
+    running: it runs its own for the read."""
+    history = asyncio.run(read_history(kafka, topics, limits=limits, progress=reading))
+    report = audit(
+        history, placement=placement, since=since, limits=limits, engine=engine, progress=progress, jobs=jobs
+    )
+    return history, report

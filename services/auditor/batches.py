@@ -19,8 +19,7 @@ from functools import cached_property
 
 from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.shared.bus.kafka import TP, parse_watermark_key
-
-PLACEMENTS = "placements"
+from fleetplace.shared.bus.topics import PLACEMENTS
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fleetplace.services.auditor.audit import differing, expected_of, recompute
+from fleetplace.services.auditor.check import differing, expected_of, recompute
 from fleetplace.services.auditor.history import DecisionRecord, History
 from fleetplace.services.auditor.replay import SourceReplay
 from fleetplace.services.auditor.walk import Auditor, Visit
-from fleetplace.services.commands.simulate import result_json
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
+from fleetplace.shared.placement.explain import result_json
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 

@@ -8,8 +8,8 @@ to the one in force is skipped: that is what makes replay faster than the worker
 
 Decisions follow the worker's view exactly: the `decisions` topic up to the watermark, plus
 the diffs this instance published itself (applied as the replay reaches them, like the
-worker's commit). Records the worker dead-lettered are skipped the same way (same decoder,
-same limits, same exceptions).
+worker's commit). Records the worker dead-lettered are skipped: both ingest through
+`fleetplace.services.scheduler.ingest`.
 """
 
 from __future__ import annotations
@@ -19,38 +19,14 @@ from typing import Any
 
 from fleetplace.services.auditor.history import DecisionRecord, History
 from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
-from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_record
+from fleetplace.services.scheduler.ingest import REJECTED, ingest
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.kafka import TP
 from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import DECISIONS, PLACEMENTS
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
-DECISIONS = "decisions"
-PLACEMENTS = "placements"
-
-# What the worker's `_consume` turns into a dead letter instead of state.
-_REJECTED = (DecodeError, ValueError, KeyError, TypeError)
 _NOTHING = object()
-
-
-class _ReplayProcessor(SchedulerProcessor):
-    """The worker's processor minus its work scheduling: with nothing owned, the fan-out that
-    finds affected placements can only mark nothing, so it is skipped (it is most of the cost of
-    applying a cluster record). State is kept by `apply` itself; tests check both agree."""
-
-    def mark(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def _dirty_for_binding(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def _dirty_for_set(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def _dirty_for_cluster(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def _dirty_for_score(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 class WatermarkBehind(Exception):
@@ -79,8 +55,9 @@ class SourceReplay:
     ) -> None:
         self.history = history
         self.limits = limits
-        self.processor: SchedulerProcessor = _ReplayProcessor(
-            SchedulerOptions(engine=engine), owns=lambda key: False
+        # owning nothing, it evaluates nothing: looking for affected placements is left out
+        self.processor = SchedulerProcessor(
+            SchedulerOptions(engine=engine), owns=lambda key: False, fan_out=False
         )
         self._cursor: dict[TP, int] = {}  # index into history.records(tp)
         self._value: dict[tuple[str, str], bytes | None] = {}  # (topic, key) -> bytes in force
@@ -157,17 +134,14 @@ class SourceReplay:
             self.records_skipped += 1
             self._held_at(held, record)
             return True  # the value in force already: applying it changes nothing
-        try:
-            decoded = decode_record(record, self.limits)
-            self.processor.apply(topic, decoded.key, decoded.value)
-        except _REJECTED:
+        if ingest(self.processor, topic, record, self.limits) is not None:
             return False
         self.records_applied += 1
         if held is not None:  # decoded: its key is the record's
             self._value[held] = record.value
             self._held_at(held, record)
             if topic == PLACEMENTS:
-                self._placement_partition[decoded.key] = record.partition
+                self._placement_partition[held[1]] = record.partition
         return True
 
     def _held_at(self, held: tuple[str, str], record: Record) -> None:
@@ -187,7 +161,7 @@ class SourceReplay:
         the comparison has already reported it; the decision in force stays."""
         try:
             self.processor.apply(DECISIONS, str(value["placement"]), value)
-        except _REJECTED:
+        except REJECTED:
             return False
         return True
 

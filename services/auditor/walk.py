@@ -27,12 +27,17 @@ class Auditor:
     """Walks the batches of a history with one incremental replay per worker instance."""
 
     def __init__(
-        self, history: History, limits: DecodeLimits = DEFAULT_LIMITS, engine: EngineOptions = DEFAULT_OPTIONS
+        self,
+        history: History,
+        limits: DecodeLimits = DEFAULT_LIMITS,
+        engine: EngineOptions = DEFAULT_OPTIONS,
+        *,
+        batches: list[DecisionBatch] | None = None,  # the history's, grouped already
     ) -> None:
         self.history = history
         self.limits = limits
         self.engine = engine
-        self.batches = group_batches(history.decisions)
+        self.batches = group_batches(history.decisions) if batches is None else batches
         self.warnings: list[str] = []
         self.rebuilds = 0
         self._replays: dict[str, SourceReplay] = {}

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fleetplace.services.auditor.audit import AuditReport
 from fleetplace.services.auditor.batches import DecisionBatch
 from fleetplace.services.auditor.history import DecisionRecord, History
 from fleetplace.services.auditor.replay import SourceReplay
+from fleetplace.services.auditor.report import AuditReport
 from fleetplace.services.auditor.walk import Auditor
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits

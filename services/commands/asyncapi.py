@@ -16,12 +16,12 @@ import yaml
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from fleetplace.shared.api._decision_schema import DecisionDiff  # the record type's schema view
 from fleetplace.shared.api.decisions import (
     SCHEMA_VERSION,
     AppPlacementRecord,
     ClockRecord,
     DeadLetterRecord,
-    DecisionDiff,
     PlacementDecisions,
     TaintSetRecord,
 )

@@ -23,11 +23,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fleetplace.services.auditor.audit import AuditReport, audit
-from fleetplace.services.auditor.early import audit_topics
+from fleetplace.services.auditor.audit import audit, audit_topics
 from fleetplace.services.auditor.explain import Explanation, NoDecision, explain_decision
 from fleetplace.services.auditor.export import current_decisions, kubernetes_objects
 from fleetplace.services.auditor.history import History, HistoryError, read_history
+from fleetplace.services.auditor.report import AuditReport
 from fleetplace.services.auditor.whatif import PlacementWhatIf, what_if_engine, what_if_placement
 from fleetplace.services.commands.output import Output, parse_output, write_yaml
 from fleetplace.services.commands.worker import Bootstrap, Prefix, _settings

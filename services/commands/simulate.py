@@ -36,11 +36,11 @@ from fleetplace.services.commands.output import (
 )
 from fleetplace.shared.api.admission import read_object
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, documents_of
-from fleetplace.shared.api.ocm import OcmObject, Placement, PlacementDecision
+from fleetplace.shared.api.ocm import OcmObject, PlacementDecision
 from fleetplace.shared.api.rollouts import Rollout
-from fleetplace.shared.placement import Fleet, PlacementEngine, ScheduleResult, apply_object, schedule
+from fleetplace.shared.placement import Fleet, PlacementEngine, apply_object, schedule
 from fleetplace.shared.placement.engine import delete_object
-from fleetplace.shared.placement.explain import explain
+from fleetplace.shared.placement.explain import result_json
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 _TIME = TypeAdapter(datetime)
@@ -262,36 +262,6 @@ def _paths(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
             yield p, _read(path)
         else:
             raise InputError(f"{p}: no such file or directory")
-
-
-def result_json(
-    result: ScheduleResult, name: str | None, placement: Placement, fleet: Fleet, now: datetime
-) -> dict[str, Any]:
-    after = result.requeue_after_seconds()
-    out: dict[str, Any] = {
-        "name": name,
-        "placement": result.placement,
-        "decisions": list(result.decisions),
-        "decisionGroups": [
-            {"groupName": g.name, "groupIndex": g.index, "clusters": list(g.clusters)} for g in result.groups
-        ],
-        "scores": dict(sorted(result.scores.items())),  # by name: output independent of input order
-        "requeueAfterSeconds": (int(after) if after is not None and after.is_integer() else after),
-        "numberOfSelectedClusters": result.number_selected,
-        "conditions": [c.to_json() for c in result.conditions],
-        "status": {
-            "code": result.status.code.value,
-            "plugin": result.status.plugin,
-            "message": result.status.message,
-        },
-    }
-    if result.skipped is not None:
-        out["skipped"] = result.skipped
-        own = fleet.decisions.own(placement.metadata.namespace, placement.metadata.name)
-        out["decisions"] = sorted(own)
-        out["numberOfSelectedClusters"] = len(own)
-    out["explain"] = explain(result, placement, fleet, now)
-    return out
 
 
 def run_scenario(

@@ -20,7 +20,6 @@ import yaml
 from aiohttp import web
 
 from fleetplace.services.auditor.history import DecisionRecord
-from fleetplace.services.commands.simulate import result_json
 from fleetplace.services.explorer import pages, rollout_pages
 from fleetplace.services.explorer.assets import SCRIPT, STYLESHEET
 from fleetplace.services.explorer.rollout_views import RolloutRow, rollout_row
@@ -36,6 +35,7 @@ from fleetplace.services.explorer.views import (
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement import schedule
+from fleetplace.shared.placement.explain import result_json
 
 Clock = Callable[[], datetime]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

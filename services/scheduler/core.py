@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
+from fleetplace.shared.api.decisions import SCHEMA_VERSION, DecisionDiff, DecisionGroup, DecisionTrigger
 from fleetplace.shared.api.objects import ObjectError, parse_object
 from fleetplace.shared.api.ocm import (
     AddOnPlacementScore,
@@ -37,8 +38,6 @@ from fleetplace.shared.placement.fleet import ClusterInfo, SetSelectorError
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from fleetplace.shared.placement.reads import ClusterChange, Reads
 from fleetplace.shared.placement.scheduler import reads_of
-
-SCHEMA_VERSION = 1
 
 # topic (without prefix) -> the kind its values must be
 STATE_TOPICS: dict[str, str] = {
@@ -80,13 +79,7 @@ def format_time(t: datetime) -> str:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    kind: str  # cluster|taint|score|clusterset|binding|placement|toleration-expired|score-expired|resync|startup
-    key: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind, "key": self.key}
+Trigger = DecisionTrigger  # what made a placement dirty, recorded in its diff
 
 
 class Published:
@@ -137,26 +130,23 @@ class Published:
         return {c: s for c, s in self.scores.items() if c in set(self.decisions)}
 
     @classmethod
-    def from_diff(cls, diff: Mapping[str, Any]) -> Published:
-        # fields read in the order they always were: a malformed diff is reported as before
-        scores = dict(diff.get("scores") or {})
-        evaluated = diff.get("evaluatedAt")
-        evaluated_at = _timestamp(evaluated) if isinstance(evaluated, str) else 0.0
-        seq = int(diff["seq"])
-        decisions = tuple(diff.get("decisions") or ())
-        groups = tuple(
-            (g["groupName"], int(g["groupIndex"]), tuple(g["clusters"])) for g in diff.get("groups") or ()
-        )
+    def of(cls, diff: DecisionDiff) -> Published:
+        """What the checkpoint keeps of a diff; ValueError if its `evaluatedAt` is not a time."""
         return cls(
-            seq,
-            decisions,
-            groups,
-            diff.get("status") or {},
-            bool(diff.get("deleted", False)),
-            scores,
-            evaluated_at,
-            diff.get("sortBy") == "Score",
+            diff.seq,
+            diff.decisions,
+            tuple((g.group_name, g.group_index, g.clusters) for g in diff.groups),
+            diff.status,
+            diff.deleted,
+            diff.scores,
+            _timestamp(diff.evaluated_at) if diff.evaluated_at else 0.0,
+            diff.sort_by == "Score",
         )
+
+    @classmethod
+    def from_diff(cls, value: Mapping[str, Any]) -> Published:
+        """`of` a record value; InvalidDecisionDiff (a ValueError) if it is not a DecisionDiff."""
+        return cls.of(DecisionDiff.from_value(value))
 
 
 _TIMESTAMPS: dict[str, float] = {}  # evaluatedAt -> POSIX time: every diff of a batch has the same
@@ -181,7 +171,9 @@ class _Timer:
 
 @dataclass
 class SchedulerOptions:
-    addon_resync_s: float = 300.0  # placements that read AddOn scores run every 5 minutes (OCM's resync)
+    # placements scored by an AddOn are re-evaluated every 5 minutes, as OCM resyncs them: a score
+    # can expire (validUntil) without any record arriving
+    addon_resync_s: float = 300.0
     full_resync_s: float = 600.0  # like OCM's informer resync
     engine: EngineOptions = DEFAULT_OPTIONS  # beyond-OCM switches (all off: decisions equal OCM's)
 
@@ -224,8 +216,14 @@ def _uses_cel_scores(p: Placement) -> bool:
 class SchedulerProcessor:
     """State stores + dirty set + timers for the placements this instance owns."""
 
-    def __init__(self, options: SchedulerOptions | None = None, owns: Any = None) -> None:
+    def __init__(
+        self, options: SchedulerOptions | None = None, owns: Any = None, *, fan_out: bool = True
+    ) -> None:
         self.options = options or SchedulerOptions()
+        # Whether applying a record looks for the placements it affects. Off where nothing is
+        # evaluated from the dirty set (the auditor's replay): the search is most of the cost of
+        # applying a cluster record, and the state stores are the same either way.
+        self.fan_out = fan_out
         self.engine = PlacementEngine(options=self.options.engine)
         self.fleet = self.engine.fleet
         self.published: dict[str, Published] = {}
@@ -401,7 +399,7 @@ class SchedulerProcessor:
         else:
             self.engine.set_decision(key, pub.decisions)
 
-    # ---- fan-out (spec §9.1) --------------------------------------------------------------
+    # ---- fan-out: the placements a record can change the decision of -----------------------
     def mark(self, key: str, trigger: Trigger) -> None:
         if self.owns(key) and key not in self.dirty:
             self.dirty[key] = trigger
@@ -440,6 +438,8 @@ class SchedulerProcessor:
     def _dirty_for_binding(
         self, namespace: str, set_name: str, trigger: Trigger, change: ClusterChange | None = None
     ) -> None:
+        if not self.fan_out:
+            return
         for key in self._by_namespace.get(namespace, ()):
             if key in self.dirty or not self.owns(key):
                 continue
@@ -448,6 +448,8 @@ class SchedulerProcessor:
                 self.mark(key, trigger)
 
     def _dirty_for_set(self, set_name: str, trigger: Trigger, change: ClusterChange | None = None) -> None:
+        if not self.fan_out:
+            return
         for ns in sorted(self._bindings_by_set.get(set_name, ())):
             self._dirty_for_binding(ns, set_name, trigger, change)
 
@@ -461,9 +463,11 @@ class SchedulerProcessor:
             return list(self.fleet.sets)
 
     def _dirty_for_cluster(self, name: str, old: ClusterInfo | None, kind: str) -> None:
-        """spec §9.1, narrowed: a set whose membership changed enqueues every placement bound to
-        it; otherwise only placements that read what changed (see `ClusterChange`). The trigger
-        (`kind`, `name`) is made here, only when something changed."""
+        """A set whose membership changed enqueues every placement bound to it (as OCM does on a
+        cluster event); otherwise, narrower than OCM, only placements that read what changed (see
+        `ClusterChange`). The trigger (`kind`, `name`) is made here, only when something changed."""
+        if not self.fan_out:
+            return
         new = self.fleet.clusters.get(name)
         new_sets = set(self._sets_of(new.labels if new else None))
         old_sets = set(self._sets_of(old.labels if old else None))
@@ -476,6 +480,8 @@ class SchedulerProcessor:
             self._dirty_for_set(s, trigger, None if moved else change)
 
     def _dirty_for_score(self, cluster: str, resource: str) -> None:
+        if not self.fan_out:
+            return
         info = self.fleet.clusters.get(cluster)
         if info is None:
             return
@@ -491,7 +497,7 @@ class SchedulerProcessor:
     def _arm(self, key: str, kind: str, at: float) -> None:
         due = self._timer_due.get((key, kind))
         if due is not None and due <= at:
-            return  # a timer armed again keeps its earliest due time
+            return  # a timer armed again keeps its earliest due time, as a delaying work queue does
         self._timer_due[(key, kind)] = at
         heapq.heappush(self._timers, _Timer(at, key, kind))
 
@@ -564,15 +570,15 @@ class SchedulerProcessor:
         if placement is None:
             if last is None or last.deleted:
                 return None
-            diff = self._diff(key, last, (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True)
-            self.published[key] = Published.from_diff(diff)
+            gone = self.deletion_diff(key, now, trigger, inputs)
+            self.published[key] = Published.of(gone)
             self.engine.forget(key)
             self._forms.pop(key, None)
-            return diff
+            return gone.to_value()
         result = self.engine.evaluate(key, now)
         assert result is not None
         if result.skipped is not None:
-            return None  # disabled, deleting, or a broken set: decisions stay as they are (spec §9.2, §9.5)
+            return None  # disabled, deleting, or a broken set: the decisions in force stay as they are
         nxt = self._arm_after(key, result, now)
         groups, status = self._published_form(key, result)
         decisions = result.decisions
@@ -596,11 +602,41 @@ class SchedulerProcessor:
                     self._arm(key, "score-rate-limit", due)
                     self.engine.commit(result)
                     return None
+        diff = self.decision_diff(key, result, now, trigger, inputs, nxt, (groups, status))
+        # what from_diff would read back from this diff, without reading it back
+        self.published[key] = Published(
+            seq=diff.seq,
+            decisions=decisions,
+            groups=groups,
+            scores=diff.scores,
+            status=status,
+            evaluated_at=now.timestamp(),
+            sort_by_score=diff.sort_by == "Score",
+        )
+        self.engine.commit(result)
+        return diff.to_value()
+
+    def decision_diff(
+        self,
+        key: str,
+        result: ScheduleResult,
+        now: datetime,
+        trigger: Trigger,
+        inputs: Mapping[str, int],
+        next_requeue: datetime | None = None,
+        form: tuple[tuple[tuple[str, int, tuple[str, ...]], ...], dict[str, Any]] | None = None,
+    ) -> DecisionDiff:
+        """The diff that publishing `result` (of the placement `key`, which exists) makes against
+        the decision in force: what the worker publishes and the auditor recomputes. `form`: the
+        result's groups and status as `_published_form` gives them, when already at hand."""
+        last = self.published.get(key)
+        placement = self.fleet.placements[key]
+        groups, status = form if form is not None else self._published_form(key, result)
+        decisions = result.decisions
         old = set(last.decisions) if last is not None and not last.deleted else set()
-        new = set(decisions)
-        changed = (new - old) | (old - new)
-        scores = result.scores_of(new | changed)
-        diff = self._diff(
+        # the scores of the selected clusters and of those added or removed
+        scores = result.scores_of(set(decisions) | old)
+        return self._diff(
             key,
             last,
             decisions,
@@ -610,22 +646,18 @@ class SchedulerProcessor:
             now,
             trigger,
             inputs,
-            nxt,
+            next_requeue,
             placement.metadata.generation,
             sort_by_score=placement.spec.sort_by == "Score",
         )
-        # what from_diff would read back from this diff, without reading it back
-        self.published[key] = Published(
-            seq=diff["seq"],
-            decisions=decisions,
-            groups=groups,
-            scores=dict(diff["scores"]),
-            status=status,
-            evaluated_at=now.timestamp(),
-            sort_by_score=placement.spec.sort_by == "Score",
+
+    def deletion_diff(
+        self, key: str, now: datetime, trigger: Trigger, inputs: Mapping[str, int]
+    ) -> DecisionDiff:
+        """The diff that says the placement `key` is gone."""
+        return self._diff(
+            key, self.published.get(key), (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True
         )
-        self.engine.commit(result)
-        return diff
 
     def _published_form(
         self, key: str, result: ScheduleResult
@@ -662,30 +694,26 @@ class SchedulerProcessor:
         *,
         deleted: bool = False,
         sort_by_score: bool = False,
-    ) -> dict[str, Any]:
-        old = list(last.decisions) if last is not None and not last.deleted else []
+    ) -> DecisionDiff:
+        old = last.decisions if last is not None and not last.deleted else ()
         old_set, new_set = set(old), set(decisions)
-        out: dict[str, Any] = {
-            "schemaVersion": SCHEMA_VERSION,
-            "placement": key,
-            "seq": (last.seq + 1) if last is not None else 1,
-            "generation": generation,
-            "evaluatedAt": format_time(now),
-            "trigger": trigger.to_json(),
-            "added": sorted(new_set - old_set),
-            "removed": sorted(old_set - new_set),
-            "decisions": list(decisions),
-            "groups": [{"groupName": n, "groupIndex": i, "clusters": list(c)} for n, i, c in groups],
-            "scores": dict(sorted(scores.items())),
-            "status": dict(status),
-            "nextRequeueAt": format_time(next_requeue) if next_requeue is not None else None,
-            "inputs": dict(inputs),
-        }
-        if deleted:
-            out["deleted"] = True
-        if sort_by_score:
-            out["sortBy"] = "Score"  # scores are visible: decisions are ordered by them
-        return out
+        return DecisionDiff(
+            placement=key,
+            seq=(last.seq + 1) if last is not None else 1,
+            evaluated_at=format_time(now),
+            trigger=trigger,
+            generation=generation,
+            added=tuple(sorted(new_set - old_set)),
+            removed=tuple(sorted(old_set - new_set)),
+            decisions=tuple(decisions),
+            groups=tuple(DecisionGroup(n, i, c) for n, i, c in groups),
+            scores=dict(sorted(scores.items())),
+            status=status,
+            next_requeue_at=format_time(next_requeue) if next_requeue is not None else None,
+            inputs=inputs,
+            deleted=deleted,
+            sort_by="Score" if sort_by_score else None,
+        )
 
     # ---- views ----------------------------------------------------------------------------
     def placement_decisions(self, key: str) -> dict[str, Any] | None:

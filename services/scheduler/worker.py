@@ -25,9 +25,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import Clock, Topology, Turn, WorkerRuntime, run_until_signalled
 from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
-from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
+from fleetplace.services.scheduler.ingest import ingest
+from fleetplace.shared.bus.codec import DecodedRecord, DecodeLimits, encode_json
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
-from fleetplace.shared.bus.errors import DecodeError
 from fleetplace.shared.bus.kafka import Batch, BroadcastReader, caught_up, send_all
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics
@@ -317,28 +317,32 @@ class SchedulerWorker:
         counter.inc()
         if topic == "decisions" and self._applied_already(record):
             return []
-        try:
-            decoded = decode_record(record, self.limits)
-            if topic == "clock":
-                if decoded.value is not None:
-                    self.clock.observe(decoded.value)
-                return []
-            if topic == "placements":
-                self._placement_partition[decoded.key] = record.partition
-                self._owned_stale = True
-                self._placement_next[record.partition] = record.offset + 1
-            self.processor.apply(topic, decoded.key, decoded.value)
-        except (DecodeError, ValueError, KeyError, TypeError) as e:
-            self.metrics.deadletters.labels(topic).inc()
-            log.warning(
-                "record dead-lettered",
-                topic=topic,
-                partition=record.partition,
-                offset=record.offset,
-                error=str(e),
-            )
-            return [self._dead_letter(record, str(e))]
-        return []
+        rejection = ingest(self.processor, topic, record, self.limits, own=self._own)
+        if rejection is None:
+            return []
+        self.metrics.deadletters.labels(topic).inc()
+        log.warning(
+            "record dead-lettered",
+            topic=topic,
+            partition=record.partition,
+            offset=record.offset,
+            error=rejection.reason,
+        )
+        return [self._dead_letter(record, rejection.reason)]
+
+    def _own(self, topic: str, decoded: DecodedRecord) -> bool:
+        """The worker's part of a decoded record, before the processor applies it: the clock is
+        the worker's alone (True); a placement's partition decides whether this instance owns it."""
+        if topic == "clock":
+            if decoded.value is not None:
+                self.clock.observe(decoded.value)
+            return True
+        if topic == "placements":
+            record = decoded.record
+            self._placement_partition[decoded.key] = record.partition
+            self._owned_stale = True
+            self._placement_next[record.partition] = record.offset + 1
+        return False
 
     def _applied_already(self, record: Record) -> bool:
         """A decision whose `seq` (its ce_resourceversion) is already held: our own diffs come back
@@ -448,8 +452,8 @@ class SchedulerWorker:
         return out
 
     async def _debug(self, request: web.Request) -> web.Response:
-        from fleetplace.services.commands.simulate import result_json
         from fleetplace.shared.placement import schedule
+        from fleetplace.shared.placement.explain import result_json
 
         key = f"{request.match_info['namespace']}/{request.match_info['name']}"
         placement = self.processor.fleet.placements.get(key)

@@ -30,9 +30,9 @@ from types import MappingProxyType, TracebackType
 from typing import Any
 
 from aiokafka import TopicPartition
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from fleetplace.shared.api.decisions import DecisionDiff
+from fleetplace.shared.api.decisions import DecisionDiff, InvalidDecisionDiff
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits, decode_object
 from fleetplace.shared.bus.errors import DecodeError
 from fleetplace.shared.bus.kafka import caught_up, make_consumer, partitions_of, poll, start_client
@@ -214,7 +214,7 @@ class DecisionSubscriber:
             if value is None:
                 return None  # tombstones mean nothing on an uncompacted log
             diff = DecisionDiff.from_value(value)
-        except (DecodeError, ValidationError) as e:
+        except (DecodeError, InvalidDecisionDiff) as e:
             self.invalid += 1
             log.warning(
                 "decision record skipped",

@@ -63,3 +63,36 @@ def explain(result: ScheduleResult, placement: Placement, fleet: Fleet, now: dat
             entry["spread"] = spread
         out[name] = entry
     return out
+
+
+def result_json(
+    result: ScheduleResult, name: str | None, placement: Placement, fleet: Fleet, now: datetime
+) -> dict[str, Any]:
+    """A result as `fleetplace simulate` prints it and the worker's debug route serves it: the
+    decision, its status and the explanation of every cluster. A skipped evaluation shows the
+    decision that stays in force."""
+    after = result.requeue_after_seconds()
+    out: dict[str, Any] = {
+        "name": name,
+        "placement": result.placement,
+        "decisions": list(result.decisions),
+        "decisionGroups": [
+            {"groupName": g.name, "groupIndex": g.index, "clusters": list(g.clusters)} for g in result.groups
+        ],
+        "scores": dict(sorted(result.scores.items())),  # by name: output independent of input order
+        "requeueAfterSeconds": (int(after) if after is not None and after.is_integer() else after),
+        "numberOfSelectedClusters": result.number_selected,
+        "conditions": [c.to_json() for c in result.conditions],
+        "status": {
+            "code": result.status.code.value,
+            "plugin": result.status.plugin,
+            "message": result.status.message,
+        },
+    }
+    if result.skipped is not None:
+        out["skipped"] = result.skipped
+        own = fleet.decisions.own(placement.metadata.namespace, placement.metadata.name)
+        out["decisions"] = sorted(own)
+        out["numberOfSelectedClusters"] = len(own)
+    out["explain"] = explain(result, placement, fleet, now)
+    return out

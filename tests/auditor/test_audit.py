@@ -10,8 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from fleetplace.services.auditor.audit import audit, differing, expected_of
+from fleetplace.services.auditor.audit import audit
 from fleetplace.services.auditor.batches import group_batches
+from fleetplace.services.auditor.check import differing, expected_of
 from fleetplace.services.auditor.history import History, parse_decision
 from fleetplace.shared.bus.envelope import new_envelope
 from fleetplace.shared.bus.records import Record
@@ -377,7 +378,7 @@ def _twins_run() -> OfflineWorker:
 
 
 def test_placements_that_cannot_differ_are_recomputed_once_and_a_forged_one_is_still_caught() -> None:
-    from fleetplace.services.auditor.audit import Checker
+    from fleetplace.services.auditor.check import Checker
     from fleetplace.services.auditor.walk import Auditor
 
     worker = _twins_run()

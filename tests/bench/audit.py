@@ -8,8 +8,8 @@ offsets a live worker would have left. Measured on the broker:
 
 - read: every record of the audited topics consumed to the end (a BroadcastReader, nothing else);
 - audit: `audit_topics`, what `fleetplace audit` runs: read the history and check every decision
-  (decode, replay, recompute, compare) with one process per CPU, the first of them reading and
-  checking the first stretch while the main read goes on (services/auditor/early.py).
+  (decode, replay, recompute, compare), in stretches checked by one process per CPU
+  (services/auditor/parallel.py).
 
 Reads and audits are taken in turn, three of each, and the best of each is compared. Both rates
 are history records per second; `ratio` = read rate / audit rate (target ≤ 3).
@@ -28,9 +28,9 @@ from typing import Any
 
 import orjson
 
-from fleetplace.services.auditor.audit import AuditReport
-from fleetplace.services.auditor.early import audit_topics
+from fleetplace.services.auditor.audit import audit_topics
 from fleetplace.services.auditor.history import INPUT_TOPICS
+from fleetplace.services.auditor.report import AuditReport
 from fleetplace.shared import native
 from fleetplace.shared.bus.kafka import BroadcastReader
 from fleetplace.shared.bus.records import Record
