@@ -16,13 +16,13 @@ from fleetplace.services.auditor.explain import explain_record
 from fleetplace.services.auditor.history import History, read_history
 from fleetplace.services.explorer import Explorer, TokenRequired
 from fleetplace.services.explorer.explainer import Explainer
+from fleetplace.services.testing import running_scheduler
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS
 from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
 from fleetplace.shared.bus.publish import Document, plan_document, to_outgoing
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS
 from fleetplace.shared.settings import Settings
-from fleetplace.shared.testing import running_scheduler
 from tests.explorer.pages import Elements, cluster_rows, timeline_rows
 
 pytestmark = pytest.mark.integration

@@ -23,8 +23,9 @@ from typing import Any
 import pytest
 
 from fleetplace.services.explorer import Explorer
+from fleetplace.services.testing import running_scheduler
 from fleetplace.shared.settings import KafkaSettings, Settings
-from fleetplace.shared.testing import create_topics, running_scheduler, unique_topic_prefix
+from fleetplace.shared.testing import create_topics, unique_topic_prefix
 from tests.explorer.rollout_history import play
 from tests.rollout_worker.harness import RolloutBus, running, settings_for
 

@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from fleetplace.services.explorer import Explorer
+from fleetplace.services.testing import running_scheduler
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.settings import KafkaSettings, Settings
-from fleetplace.shared.testing import running_scheduler
 from tests.explorer.pages import Elements
 from tests.explorer.rollout_history import REPORTS, at, expected_statuses, play
 from tests.rollout_worker.builders import report
