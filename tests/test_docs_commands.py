@@ -25,6 +25,7 @@ LONG_RUNNING = {
     "broker": "runs until Ctrl-C",
     "worker": "a worker runs until stopped",
     "demo": "tests/test_demo.py plays it",
+    "explorer": "serves until Ctrl-C; tests/explorer drives it",
 }
 
 
