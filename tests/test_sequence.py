@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleetplace.services.commands.simulate import run_sequence
+import pytest
+
+from fleetplace.services.commands.simulate import InputError, run_sequence
 
 G = "cluster.open-cluster-management.io"
 DATA = Path(__file__).parent / "data"
@@ -203,3 +205,67 @@ def test_bad_sequence_input_names_the_step_and_field(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert "steps[0]: now: not an RFC 3339 time" in out.stderr
+
+
+def _memory_sequence(**configuration: Any) -> dict[str, Any]:
+    config = {"scoreCoordinate": {"builtIn": "ResourceAllocatableMemory"}, **configuration}
+    return {
+        "name": "memory",
+        "initial": {
+            "now": "2026-01-01T00:00:00Z",
+            "objects": [
+                *cset(),
+                cluster("c1", "60M"),
+                cluster("c2", "100M"),
+                placement("p", numberOfClusters=1, prioritizerPolicy={"configurations": [config]}),
+            ],
+        },
+        "steps": [{"now": "2026-01-01T00:00:00Z"}],
+    }
+
+
+def test_objects_are_admitted_as_the_worker_admits_them_unless_as_written() -> None:
+    # admission defaults the coordinate's type to BuiltIn and its weight to 1: memory decides;
+    # as written the weight is 0, the memory score counts for nothing, and name order decides
+    seq = _memory_sequence()
+    assert [line["decisions"] for line in run_sequence(seq, "seq")] == [["c2"]]
+    assert [line["decisions"] for line in run_sequence(seq, "seq", admission=False)] == [["c1"]]
+
+
+def test_a_record_the_worker_would_dead_letter_fails_the_sequence_with_the_reason() -> None:
+    seq = _memory_sequence(
+        weight=11, scoreCoordinate={"type": "BuiltIn", "builtIn": "ResourceAllocatableMemory"}
+    )
+    with pytest.raises(InputError, match=r"seq\.initial\.objects\[4\]: .*weight: should be in \[-10, 10\]"):
+        run_sequence(seq, "seq")
+    (line,) = run_sequence(seq, "seq", admission=False)  # as written, weight 11 is taken as it is
+    assert line["explain"]["c2"]["prioritizers"]["ResourceAllocatableMemory"] == {"score": 100, "weight": 11}
+
+
+def test_a_cluster_taints_record_in_a_step_goes_to_the_taints_topic_as_publish_sends_it() -> None:
+    taints = {
+        "apiVersion": "fleetplace.dev/v1alpha1",
+        "kind": "ClusterTaints",
+        "metadata": {"name": "c2"},
+        "spec": {"taints": [{"key": "drain", "effect": "NoSelect"}]},
+    }
+    seq = {
+        "name": "taints",
+        "initial": {
+            "now": "2026-01-01T00:00:00Z",
+            "objects": [*cset(), cluster("c1"), cluster("c2"), placement("p")],
+        },
+        "steps": [{"now": "2026-01-01T00:00:00Z"}, {"now": "2026-01-01T00:00:01Z", "upsert": [taints]}],
+    }
+    assert run(seq) == [(0, "ns/p", ["c1", "c2"]), (1, "ns/p", ["c1"])]
+
+
+def test_an_object_the_scheduler_does_not_consume_fails_the_sequence() -> None:
+    rollout = {
+        "apiVersion": "fleetplace.dev/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"namespace": "ns", "name": "r"},
+    }
+    seq = {"name": "r", "initial": {"now": "2026-01-01T00:00:00Z", "objects": [rollout]}, "steps": []}
+    with pytest.raises(InputError, match=r"seq\.initial\.objects\[0\]: .*not an input of the scheduler"):
+        run_sequence(seq, "seq")
