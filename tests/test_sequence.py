@@ -1,4 +1,4 @@
-"""`fleetplace simulate --sequence`: the worker's stepwise semantics offline, from the spec's rules."""
+"""`fleetplace simulate --sequence`: the worker's stepwise semantics offline."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def run(seq: dict[str, Any]) -> list[tuple[int, str, list[str]]]:
 
 
 def test_steady_keeps_the_selection_when_a_tying_cluster_arrives() -> None:
-    # spec §12.1 S1: memory 60/80/100 then a 4th with 100 MB; Steady keeps {cluster2, cluster3}
+    # memory 60/80/100 then a 4th with 100 MB; Steady keeps {cluster2, cluster3}
     memory = [{"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableMemory"}, "weight": 1}]
     seq = {
         "name": "steady",
@@ -177,7 +177,7 @@ def test_cli_runs_a_sequence_file_with_toleration_expiry_as_time_moves() -> None
         check=True,
     )
     lines = [json.loads(line) for line in out.stdout.splitlines()]
-    # spec §12 E11 (integration): {c1,c2,c4}; ≈10 s later {c2,c4}; ≈20 s later {c4}; untolerated taint on c4 ⇒ {}
+    # c1 tolerated 10 s, c2 20 s, c3 already past: {c1,c2,c4}; ≈10 s later {c2,c4}; ≈20 s later {c4}; untolerated taint on c4 ⇒ {}
     assert [(x["step"], x["decisions"]) for x in lines] == [
         (0, ["c1", "c2", "c4"]),
         (1, ["c2", "c4"]),
