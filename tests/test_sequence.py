@@ -1,4 +1,4 @@
-"""`fleetplace simulate --sequence`: the worker's stepwise semantics offline, from the spec's rules."""
+"""`fleetplace simulate --sequence`: the worker's stepwise semantics offline."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fleetplace.services.commands.simulate import run_sequence
+import pytest
+
+from fleetplace.services.commands.simulate import InputError, run_sequence
 
 G = "cluster.open-cluster-management.io"
 DATA = Path(__file__).parent / "data"
@@ -55,7 +57,7 @@ def run(seq: dict[str, Any]) -> list[tuple[int, str, list[str]]]:
 
 
 def test_steady_keeps_the_selection_when_a_tying_cluster_arrives() -> None:
-    # spec §12.1 S1: memory 60/80/100 then a 4th with 100 MB; Steady keeps {cluster2, cluster3}
+    # memory 60/80/100 then a 4th with 100 MB; Steady keeps {cluster2, cluster3}
     memory = [{"scoreCoordinate": {"type": "BuiltIn", "builtIn": "ResourceAllocatableMemory"}, "weight": 1}]
     seq = {
         "name": "steady",
@@ -175,7 +177,7 @@ def test_cli_runs_a_sequence_file_with_toleration_expiry_as_time_moves() -> None
         check=True,
     )
     lines = [json.loads(line) for line in out.stdout.splitlines()]
-    # spec §12 E11 (integration): {c1,c2,c4}; ≈10 s later {c2,c4}; ≈20 s later {c4}; untolerated taint on c4 ⇒ {}
+    # c1 tolerated 10 s, c2 20 s, c3 already past: {c1,c2,c4}; ≈10 s later {c2,c4}; ≈20 s later {c4}; untolerated taint on c4 ⇒ {}
     assert [(x["step"], x["decisions"]) for x in lines] == [
         (0, ["c1", "c2", "c4"]),
         (1, ["c2", "c4"]),
@@ -203,3 +205,67 @@ def test_bad_sequence_input_names_the_step_and_field(tmp_path: Path) -> None:
     )
     assert out.returncode == 2
     assert "steps[0]: now: not an RFC 3339 time" in out.stderr
+
+
+def _memory_sequence(**configuration: Any) -> dict[str, Any]:
+    config = {"scoreCoordinate": {"builtIn": "ResourceAllocatableMemory"}, **configuration}
+    return {
+        "name": "memory",
+        "initial": {
+            "now": "2026-01-01T00:00:00Z",
+            "objects": [
+                *cset(),
+                cluster("c1", "60M"),
+                cluster("c2", "100M"),
+                placement("p", numberOfClusters=1, prioritizerPolicy={"configurations": [config]}),
+            ],
+        },
+        "steps": [{"now": "2026-01-01T00:00:00Z"}],
+    }
+
+
+def test_objects_are_admitted_as_the_worker_admits_them_unless_as_written() -> None:
+    # admission defaults the coordinate's type to BuiltIn and its weight to 1: memory decides;
+    # as written the weight is 0, the memory score counts for nothing, and name order decides
+    seq = _memory_sequence()
+    assert [line["decisions"] for line in run_sequence(seq, "seq")] == [["c2"]]
+    assert [line["decisions"] for line in run_sequence(seq, "seq", admission=False)] == [["c1"]]
+
+
+def test_a_record_the_worker_would_dead_letter_fails_the_sequence_with_the_reason() -> None:
+    seq = _memory_sequence(
+        weight=11, scoreCoordinate={"type": "BuiltIn", "builtIn": "ResourceAllocatableMemory"}
+    )
+    with pytest.raises(InputError, match=r"seq\.initial\.objects\[4\]: .*weight: should be in \[-10, 10\]"):
+        run_sequence(seq, "seq")
+    (line,) = run_sequence(seq, "seq", admission=False)  # as written, weight 11 is taken as it is
+    assert line["explain"]["c2"]["prioritizers"]["ResourceAllocatableMemory"] == {"score": 100, "weight": 11}
+
+
+def test_a_cluster_taints_record_in_a_step_goes_to_the_taints_topic_as_publish_sends_it() -> None:
+    taints = {
+        "apiVersion": "fleetplace.dev/v1alpha1",
+        "kind": "ClusterTaints",
+        "metadata": {"name": "c2"},
+        "spec": {"taints": [{"key": "drain", "effect": "NoSelect"}]},
+    }
+    seq = {
+        "name": "taints",
+        "initial": {
+            "now": "2026-01-01T00:00:00Z",
+            "objects": [*cset(), cluster("c1"), cluster("c2"), placement("p")],
+        },
+        "steps": [{"now": "2026-01-01T00:00:00Z"}, {"now": "2026-01-01T00:00:01Z", "upsert": [taints]}],
+    }
+    assert run(seq) == [(0, "ns/p", ["c1", "c2"]), (1, "ns/p", ["c1"])]
+
+
+def test_an_object_the_scheduler_does_not_consume_fails_the_sequence() -> None:
+    rollout = {
+        "apiVersion": "fleetplace.dev/v1alpha1",
+        "kind": "Rollout",
+        "metadata": {"namespace": "ns", "name": "r"},
+    }
+    seq = {"name": "r", "initial": {"now": "2026-01-01T00:00:00Z", "objects": [rollout]}, "steps": []}
+    with pytest.raises(InputError, match=r"seq\.initial\.objects\[0\]: .*not an input of the scheduler"):
+        run_sequence(seq, "seq")

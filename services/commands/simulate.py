@@ -34,11 +34,17 @@ from fleetplace.services.commands.output import (
     write_json,
     write_yaml,
 )
+from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
+from fleetplace.services.scheduler.ingest import ingest
 from fleetplace.shared.api.admission import read_object
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, documents_of
 from fleetplace.shared.api.ocm import OcmObject, PlacementDecision
 from fleetplace.shared.api.rollouts import Rollout
-from fleetplace.shared.placement import Fleet, PlacementEngine, apply_object, schedule
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, encode_json
+from fleetplace.shared.bus.publish import ROUTES, Document, PublishInputError, plan_document
+from fleetplace.shared.bus.records import Record
+from fleetplace.shared.bus.topics import PLACEMENTS
+from fleetplace.shared.placement import Fleet, apply_object, schedule
 from fleetplace.shared.placement.engine import delete_object
 from fleetplace.shared.placement.explain import result_json
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
@@ -301,13 +307,97 @@ def _delete_ref(item: Any, where: str) -> tuple[str, str, str]:
     return item["kind"], ns, item["name"]
 
 
-def run_sequence(
-    seq: Any, where: str, admission: bool = False, options: EngineOptions = DEFAULT_OPTIONS
-) -> Iterator[dict[str, Any]]:
-    """The worker's stepwise semantics without a bus (issue: simulate --sequence).
+@dataclass(frozen=True, slots=True)
+class _Input:
+    """One sequence input: the record the worker would consume (`topic`, `record`), or a
+    PlacementDecision (`decision`, applied on its own path: see `_apply`)."""
 
-    After each step (deletes, then upserts, then the clock moves) every existing placement is
-    evaluated once, in `order`, each seeing the decisions committed before it.
+    where: str
+    topic: str = ""
+    record: Record | None = None
+    decision: PlacementDecision | None = None
+    delete: tuple[str, str] | None = None  # a deleted PlacementDecision's (namespace, name)
+
+
+class _Records:
+    """Sequence documents as the records the worker would consume: the topic, key and value
+    `fleetplace publish` sends for each, numbered in order as a partition would number them."""
+
+    def __init__(self, admission: bool) -> None:
+        self.admission = admission
+        self.offset = 0
+
+    def _record(self, topic: str, key: str, value: Mapping[str, Any] | None) -> Record:
+        self.offset += 1
+        return Record(topic, 0, self.offset, key, None if value is None else encode_json(value))
+
+    def upsert(self, doc: Any, where: str) -> _Input:
+        if isinstance(doc, Mapping) and doc.get("kind") == "PlacementDecision":
+            try:
+                obj, _ = read_object(doc, where, admission=self.admission, validation=Validation.IGNORE)
+            except ObjectError as e:
+                raise InputError(str(e)) from None
+            assert isinstance(obj, PlacementDecision)
+            return _Input(where, decision=obj)
+        try:
+            # a ClusterTaints document is sent as the taint set it declares (its route builds the
+            # value); every other object is sent as written and admitted by the ingest
+            kind = doc.get("kind") if isinstance(doc, Mapping) else None
+            (planned,) = plan_document(
+                Document(where, doc), validate=kind == "ClusterTaints", validation=Validation.IGNORE
+            )
+        except PublishInputError as e:
+            raise InputError(str(e)) from None
+        return _Input(where, planned.topic, self._record(planned.topic, planned.key, planned.value))
+
+    def delete(self, ref: Any, where: str) -> _Input:
+        kind, ns, name = _delete_ref(ref, where)
+        if kind == "PlacementDecision":
+            return _Input(where, delete=(ns, name))
+        route = ROUTES.get(kind)
+        if route is None:
+            raise InputError(
+                f"{where}: kind {kind!r}: expected one of {', '.join([*ROUTES, 'PlacementDecision'])}"
+            )
+        key = f"{ns}/{name}" if route.namespaced else name
+        return _Input(where, route.topic, self._record(route.topic, key, None))
+
+
+def _apply(processor: SchedulerProcessor, item: _Input, initial: bool) -> None:
+    """One input into the processor through the worker's ingest; InputError with the reason the
+    worker would dead-letter it for."""
+    if item.decision is not None:
+        # PlacementDecisions are no record of any topic the worker consumes (its decisions topic
+        # carries its own DecisionDiffs, one per placement): they stand for decisions made before
+        # the sequence, possibly several per placement or naming none, each counted by Balance.
+        # So they load into the engine's fleet as OCM's informer would, and only in `initial`.
+        if initial:
+            apply_object(processor.fleet, item.decision)
+        return
+    if item.delete is not None:
+        delete_object(processor.fleet, "PlacementDecision", *item.delete)
+        return
+    assert item.record is not None
+    rejection = ingest(processor, item.topic, item.record, DEFAULT_LIMITS)
+    if rejection is not None:
+        raise InputError(f"{item.where}: {rejection.reason}")
+    if item.topic == PLACEMENTS and item.record.value is None:
+        # a deleted placement's decisions go with it (the worker forgets them when it publishes
+        # the deletion; OCM garbage-collects its PlacementDecisions)
+        assert item.record.key is not None
+        processor.engine.forget(item.record.key)
+
+
+def run_sequence(
+    seq: Any, where: str, admission: bool = True, options: EngineOptions = DEFAULT_OPTIONS
+) -> list[dict[str, Any]]:
+    """The worker's stepwise semantics without a bus.
+
+    Every object becomes the record the worker would consume and goes through the worker's
+    ingest (`admission`: with the API server's defaults and validation, else as written); a
+    record the worker would dead-letter fails the whole sequence, naming the object and the
+    reason. After each step (deletes, then upserts, then the clock moves) every existing
+    placement is evaluated once, in `order`, each seeing the decisions committed before it.
     """
     if not isinstance(seq, Mapping):
         raise InputError(f"{where}: expected an object")
@@ -321,41 +411,40 @@ def run_sequence(
     steps = seq.get("steps")
     if not isinstance(steps, list):
         raise InputError(f"{where}.steps: expected a list")
-    engine = PlacementEngine()
     now = parse_time(initial.get("now"), where, "initial.now")
     objs = initial.get("objects") or []
     if not isinstance(objs, list):
         raise InputError(f"{where}.initial.objects: expected a list")
-    for obj, raw in _objects([(f"{where}.initial.objects[{i}]", o) for i, o in enumerate(objs)], admission):
-        apply_object(engine.fleet, obj, raw)
-    # validate every step before producing output, so a bad step fails the whole sequence cleanly
-    parsed: list[tuple[datetime, list[tuple[str, str, str]], list[tuple[OcmObject, Mapping[str, Any]]]]] = []
+    records = _Records(admission)
+    start = [records.upsert(o, f"{where}.initial.objects[{i}]") for i, o in enumerate(objs)]
+    # read every step before evaluating any, so a malformed step fails the sequence cleanly
+    parsed: list[tuple[datetime, list[_Input]]] = []
     for i, step in enumerate(steps):
         at = f"{where}.steps[{i}]"
         if not isinstance(step, Mapping):
             raise InputError(f"{at}: expected an object")
         t = parse_time(step["now"], at, "now") if step.get("now") is not None else None
-        deletes = [_delete_ref(d, f"{at}.delete[{j}]") for j, d in enumerate(step.get("delete") or [])]
-        upserts = _objects(
-            [(f"{at}.upsert[{j}]", o) for j, o in enumerate(step.get("upsert") or [])], admission
-        )
-        parsed.append((t or now, deletes, upserts))
+        inputs = [records.delete(d, f"{at}.delete[{j}]") for j, d in enumerate(step.get("delete") or [])]
+        inputs += [records.upsert(o, f"{at}.upsert[{j}]") for j, o in enumerate(step.get("upsert") or [])]
+        parsed.append((t or now, inputs))
         now = t or now
-    for i, (t, deletes, upserts) in enumerate(parsed):
-        for kind, ns, obj_name in deletes:
-            delete_object(engine.fleet, kind, ns, obj_name)
-        for obj, raw in upserts:
-            if isinstance(obj, PlacementDecision):
-                continue  # PlacementDecisions are inputs only in `initial`
-            apply_object(engine.fleet, obj, raw)
+    processor = SchedulerProcessor(SchedulerOptions(engine=options), fan_out=False, admission=admission)
+    for item in start:
+        _apply(processor, item, initial=True)
+    engine = processor.engine
+    lines = []
+    for i, (t, inputs) in enumerate(parsed):
+        for item in inputs:
+            _apply(processor, item, initial=False)
         keys = [k for k in order if k in engine.fleet.placements]
         keys += sorted(k for k in engine.fleet.placements if k not in set(order))
         for key in keys:
             placement = engine.fleet.placements[key]
-            result = schedule(placement, engine.fleet, t, options=options)
-            line = {"name": name, "step": i} | result_json(result, name, placement, engine.fleet, t)
+            result = engine.evaluate(key, t)
+            assert result is not None
+            lines.append({"name": name, "step": i} | result_json(result, name, placement, engine.fleet, t))
             engine.commit(result)
-            yield line
+    return lines
 
 
 def _table(line: dict[str, Any]) -> None:
@@ -398,7 +487,7 @@ def _sequences(path: Path, output: Output, admission: bool, options: EngineOptio
     for i, seq in enumerate(data):
         label = f"{where}[{i}]"
         try:
-            lines = list(run_sequence(seq, label, admission, options))
+            lines = run_sequence(seq, label, admission, options)
         except InputError as e:
             failed = True
             typer.echo(f"error: {e}", err=True)
@@ -475,7 +564,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--admission/--as-written",
                 help="Apply the API server's defaults and validation, or read objects exactly as written  "
-                "[default: admission for object files, as written for scenario files]",
+                "[default: admission for object files and --sequence, as written for scenario files]",
                 show_default=False,
             ),
         ] = None,
@@ -490,7 +579,11 @@ def register(app: typer.Typer) -> None:
         ] = "ignore",
         sequence: Annotated[
             Path | None,
-            typer.Option("--sequence", metavar="FILE", help="JSON array of step sequences to run offline."),
+            typer.Option(
+                "--sequence",
+                metavar="FILE",
+                help="JSON array of step sequences to run offline, every object ingested as the worker ingests it.",
+            ),
         ] = None,
     ) -> None:
         out = parse_output(output)
@@ -513,7 +606,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         failed = mismatched = False
         if sequence is not None:
-            _sequences(sequence, out, admission is True, engine_options)
+            _sequences(sequence, out, admission is not False, engine_options)
             return
         wanted = [*(paths or []), *(files or [])]
         if not wanted:

@@ -11,9 +11,10 @@ published decision → DecisionDiff (or nothing when nothing changed).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -217,9 +218,23 @@ class SchedulerProcessor:
     """State stores + dirty set + timers for the placements this instance owns."""
 
     def __init__(
-        self, options: SchedulerOptions | None = None, owns: Any = None, *, fan_out: bool = True
+        self,
+        options: SchedulerOptions | None = None,
+        owns: Any = None,
+        *,
+        fan_out: bool = True,
+        admission: bool = True,
+        dropped: Callable[[str, list[str]], None] | None = None,
     ) -> None:
         self.options = options or SchedulerOptions()
+        # Whether a record's object gets the API server's defaults and validation before it is
+        # applied (as the worker does), or is applied exactly as written (`simulate --as-written`).
+        self.admission = admission
+        # Told the topic and the paths of the unknown fields admission dropped from a record's
+        # object (the worker counts them); one callback per topic, made once.
+        self._dropped: dict[str, Callable[[list[str]], None]] = (
+            {} if dropped is None else {topic: functools.partial(dropped, topic) for topic in STATE_TOPICS}
+        )
         # Whether applying a record looks for the placements it affects. Off where nothing is
         # evaluated from the dirty set (the auditor's replay): the search is most of the cost of
         # applying a cluster record, and the state stores are the same either way.
@@ -262,7 +277,9 @@ class SchedulerProcessor:
         try:
             # the API server's defaults and validation, so the bus means what a cluster would
             where = f"{topic}/{key}"
-            admitted = admit(value, where)
+            admitted = (
+                admit(value, where, dropped=self._dropped.get(topic)) if self.admission else dict(value)
+            )
             obj = parse_object(admitted, where)
         except ObjectError as e:
             raise InvalidRecord(str(e)) from None

@@ -1,8 +1,8 @@
 """One consumed record into the scheduler's state stores, or the reason it is rejected.
 
-The worker, the auditor's replay of a worker and the tests ingest through `ingest`: the same
-decoder, the same limits and the same list of rejections, so a record the worker dead-lettered
-is one the replay skips.
+The worker, the auditor's replay of a worker, `simulate --sequence` and the tests ingest through
+`ingest`: the same decoder, the same limits and the same list of rejections, so a record the
+worker dead-lettered is one the replay skips and one a sequence fails on.
 """
 
 from __future__ import annotations

@@ -71,6 +71,12 @@ class _Metrics:
             ["topic"],
             registry=registry,
         )
+        self.unknown_fields = Counter(
+            "fleetplace_unknown_fields_dropped_total",
+            "Fields no schema knows, dropped from consumed objects as the API server drops them",
+            ["topic"],
+            registry=registry,
+        )
         self.latency = Histogram(
             "fleetplace_evaluation_seconds", "Time to evaluate one placement", registry=registry
         )
@@ -129,6 +135,7 @@ class SchedulerWorker:
                 engine=EngineOptions(prefer_no_select=settings.prefer_no_select),
             ),
             owns=self._owns,
+            dropped=self._dropped,
         )
         self._need_catchup = True
         self._placements_caught_up = False
@@ -308,6 +315,9 @@ class SchedulerWorker:
             if time.perf_counter() > step_end:
                 await asyncio.sleep(0)
                 step_end = time.perf_counter() + CONSUME_STEP_S
+
+    def _dropped(self, topic: str, paths: list[str]) -> None:
+        self.metrics.unknown_fields.labels(topic).inc(len(paths))
 
     def _consume(self, record: Record) -> list[OutgoingRecord]:
         topic = self.topics.unprefixed(record.topic)

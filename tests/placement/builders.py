@@ -1,7 +1,7 @@
 """Raw Kubernetes dicts for placement tests, and one call to schedule them.
 
 Objects are built exactly as a user would write them (camelCase, absent fields left out), because
-the engine reads objects "as written" (spec §1.4). `run` parses them the way `fleetplace simulate`
+the engine reads objects "as written" (no API server defaults). `run` parses them the way `fleetplace simulate`
 does and schedules one placement at a fixed `now`.
 """
 
@@ -73,7 +73,7 @@ def cluster(
 
 
 def memory_cluster(name: str, memory: Any, **kw: Any) -> Obj:
-    """A cluster whose allocatable and capacity memory are both `memory` (spec §5.4 needs both)."""
+    """A cluster whose allocatable and capacity memory are both `memory` (the resource prioritizers need both)."""
     return cluster(name, allocatable={"memory": memory}, capacity={"memory": memory}, **kw)
 
 

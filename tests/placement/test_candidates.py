@@ -1,4 +1,4 @@
-"""Candidate clusters (spec §3, §1.2, §1.3): valid bindings, eligible sets, set membership."""
+"""Candidate clusters: valid bindings, eligible sets, set membership."""
 
 from __future__ import annotations
 
@@ -216,7 +216,7 @@ def test_all_sets_empty_message_lists_eligible_sets_sorted() -> None:
 
 
 def test_a_set_with_an_unknown_selector_type_fails_the_sync() -> None:
-    # spec §9.5: an invalid cluster-set selector aborts the sync; nothing is written
+    # as in OCM, an invalid cluster-set selector aborts the sync; nothing is written
     result = schedule_spec({}, cluster_set("bad", "Foo"), binding("bad"), cluster("c1", clusterset="bad"))
     assert result.skipped is not None
     assert result.conditions == ()

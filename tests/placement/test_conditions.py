@@ -1,4 +1,4 @@
-"""PlacementMisconfigured and PlacementSatisfied (spec §7.2, §7.3, E15–E17)."""
+"""PlacementMisconfigured and PlacementSatisfied."""
 
 from __future__ import annotations
 

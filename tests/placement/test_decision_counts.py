@@ -3,7 +3,7 @@
 `DecisionStore.put` moves only the names that differ when a source keeps its owner, and the
 fleet keeps its per-slot counts in step from what `put`/`remove` report; both must end where
 counting every source from scratch ends, including repeated names, owner changes, sources of
-clusters the fleet does not have, and the highest count other placements reach (spec §5.2).
+clusters the fleet does not have, and the highest count other placements reach (what Balance scores against).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the fleet keeps of a ManagedCluster version (spec §4.1.2, §5.4)."""
+"""What the fleet keeps of a ManagedCluster version (its claims and allocatable resources)."""
 
 from __future__ import annotations
 

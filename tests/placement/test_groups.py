@@ -1,4 +1,4 @@
-"""Decision groups and PlacementDecision pages (spec §6.1–§6.4, E12–E14)."""
+"""Decision groups and PlacementDecision pages."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from .builders import (
     schedule_spec,
 )
 
-# -- §6.1 group length ----------------------------------------------------------------------------
+# -- group length ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -93,7 +93,7 @@ def test_group_length_misconfigurations(value: str) -> None:
     assert str(e.value) == f"{value} invalid type: string is not a percentage"
 
 
-# -- §6.2 group construction ----------------------------------------------------------------------
+# -- group construction ---------------------------------------------------------------------------
 
 
 def groups_spec(*groups: dict[str, object], size: object = None, **spec: object) -> dict[str, object]:
@@ -248,7 +248,7 @@ def test_nothing_selected_gives_one_empty_group() -> None:
 
 
 def emptied_by_group_misconfiguration(result: ScheduleResult, message: str) -> None:
-    """docs/compatibility.md: OCM deletes every PD but keeps the count (spec §7.4); fleetplace empties
+    """docs/compatibility.md: OCM deletes every PD but keeps the count; fleetplace empties
     the selection like every other misconfiguration: one empty group, 0 selected."""
     assert misconfigured(result) == ("True", "Misconfigured", message)
     assert groups_of(result) == [(0, "", [])]
@@ -294,7 +294,7 @@ def test_group_misconfiguration_replaces_the_scheduler_status() -> None:
     emptied_by_group_misconfiguration(result, ":5 invalid type: string is not a percentage")
 
 
-# -- §6.3 pagination ------------------------------------------------------------------------------
+# -- pagination -----------------------------------------------------------------------------------
 
 
 def test_e14_101_clusters_make_two_pages() -> None:

@@ -1,4 +1,4 @@
-"""Objects used exactly as written (spec §1.4): absent fields and JSON nulls are Go zero values."""
+"""Objects used exactly as written: absent fields and JSON nulls are Go zero values."""
 
 from __future__ import annotations
 

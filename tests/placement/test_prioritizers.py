@@ -1,4 +1,4 @@
-"""The prioritizers (spec §5.2 Balance, §5.3 Steady, §5.4 resources, §5.5 AddOn; E2–E8)."""
+"""The prioritizers: Balance, Steady, the allocatable-resource ones and AddOn scores."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ B = resources("b", 7, 10, 90, 100)
 C = resources("c", 9, 10, 80, 100)
 D = resources("d", 10, 10, 100, 100)
 
-# -- Balance (§5.2) -------------------------------------------------------------------------------
+# -- Balance --------------------------------------------------------------------------------------
 
 
 def balance(*objects: dict[str, object], clusters: tuple[str, ...] = ("c1", "c2", "c3")) -> dict[str, int]:
@@ -166,7 +166,7 @@ def test_e5_balance_with_resources() -> None:
     assert result.decisions == ("b", "c")
 
 
-# -- Steady (§5.3) --------------------------------------------------------------------------------
+# -- Steady ---------------------------------------------------------------------------------------
 
 
 def test_steady_is_100_for_this_placements_decisions_only() -> None:
@@ -202,7 +202,7 @@ def test_e4_steady_keeps_the_selection() -> None:
     assert second.decisions == ("a", "c")
 
 
-# -- ResourceAllocatable (§5.4) -------------------------------------------------------------------
+# -- ResourceAllocatable --------------------------------------------------------------------------
 
 
 def memory_scores(*clusters: dict[str, object], **spec: object) -> dict[str, int]:
@@ -329,7 +329,7 @@ def test_cpu_and_memory_data_are_independent() -> None:
     assert prioritizer_scores(result, "ResourceAllocatableMemory") == {"c2": 100}
 
 
-# -- AddOn (§5.5) ---------------------------------------------------------------------------------
+# -- AddOn ----------------------------------------------------------------------------------------
 
 
 def test_e7_additive_with_addon() -> None:

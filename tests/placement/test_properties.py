@@ -1,5 +1,6 @@
 """Properties over random fleets (issue: order independence, determinism) and a differential check
-against a direct, unoptimised reading of the spec (§3–§6) over a constrained world."""
+against a direct, unoptimised reading of the rules (candidates, filters, prioritizers, groups)
+over a constrained world."""
 
 from __future__ import annotations
 
@@ -246,7 +247,8 @@ def predicate_matches(w: World, c: ClusterSpec) -> bool:
 def taint_verdict(
     w: World, key: str, effect: str, ago: int | None, decided: bool
 ) -> tuple[bool, float | None]:
-    """(tolerated, seconds until its deadline) per §4.2."""
+    """(tolerated, seconds until its deadline): a toleration holds until the taint's timeAdded
+    plus its tolerationSeconds."""
     if effect == "PreferNoSelect" or (effect == "NoSelectIfNew" and decided):
         return True, None
     for i in w.tolerations:

@@ -1,4 +1,4 @@
-"""The seed article (spec §12.1): its published scenarios and the three examples worked by hand."""
+"""The seed article: its published scenarios and the three examples worked by hand."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_the_seed_file_is_one_array_of_scenarios() -> None:
     assert [s.name for s in parsed if isinstance(s, Scenario)] == [s["name"] for s in SCENARIOS]
 
 
-# -- §12.1 by hand ---------------------------------------------------------------------------------
+# -- by hand --------------------------------------------------------------------------------------
 
 
 def memory_fleet(*memory: str) -> list[dict[str, Any]]:

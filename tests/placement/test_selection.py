@@ -1,4 +1,4 @@
-"""Total scores, ranking and selection (spec §5.6, §13.1 rules 1, 2, 9; E1, E9)."""
+"""Total scores (sum of weight × score), ranking (total, then name) and selection."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def test_e9_oversubscribed() -> None:
 
 
 def test_negative_number_of_clusters_is_reported_as_misconfigured() -> None:
-    # Go panics here (spec §5.6); the recommended divergence is Misconfigured with nothing selected
+    # OCM's Go code panics here; fleetplace's divergence is Misconfigured with nothing selected
     result = schedule_spec({"numberOfClusters": -1}, *bound_set(cluster("c1")))
     assert misconfigured(result)[0] == "True"
     assert result.selected == ()
@@ -137,7 +137,7 @@ def test_balance_and_steady_together_in_the_default_policy() -> None:
 
 
 def test_totals_beyond_32_bits_rank_correctly() -> None:
-    # int32 weights times unclamped int32 add-on values: totals need all of int64 (spec §5.5, §5.6)
+    # int32 weights times unclamped int32 add-on values: totals need all of int64
     big = 2**31 - 1
     scores = [addon_score(c, "r", {"s": v}) for c, v in (("a", -big - 1), ("b", big), ("c", 1), ("d", 0))]
     result = schedule_spec(

@@ -1,4 +1,4 @@
-"""Label and claim selectors (spec §4.1.1, §4.1.2): operators, absent keys, error texts."""
+"""Label and claim selectors: operators, absent keys, error texts."""
 
 from __future__ import annotations
 

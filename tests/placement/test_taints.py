@@ -1,4 +1,4 @@
-"""The TaintToleration filter and the requeue time (spec §4.2, §4.2.1, E10, E11)."""
+"""The TaintToleration filter and the requeue time."""
 
 from __future__ import annotations
 
@@ -329,7 +329,7 @@ def test_negative_toleration_seconds_expire_immediately() -> None:
     assert select([toleration("k", "Exists", seconds=1)], *objects) == ("c1",)
 
 
-# -- requeue (§4.2.1) -----------------------------------------------------------------------------
+# -- requeue --------------------------------------------------------------------------------------
 
 
 def requeue_of(

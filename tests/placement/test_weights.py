@@ -1,4 +1,4 @@
-"""Resolving prioritizer weights (spec §5.1): modes, overlays, coordinate identity, validation."""
+"""Resolving prioritizer weights: modes, overlays, coordinate identity, validation."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_zero_weight_switches_a_default_off_in_additive_mode() -> None:
 
 
 def test_absent_weight_is_zero_and_switches_a_default_off() -> None:
-    # objects as written: no CRD default of 1 (spec §1.4)
+    # objects as written: an absent weight is 0 (the CRD default of 1 is the API server's)
     result = schedule_spec(
         {"prioritizerPolicy": policy("Additive", builtin("Steady"))}, *THREE, own_decision(["c3"])
     )

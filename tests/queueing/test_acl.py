@@ -1,4 +1,4 @@
-"""Spec §9: ACL parsing and evaluation, and the recursive submit check through placements."""
+"""ACL parsing and evaluation, and the recursive submit check through placements."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from fleetplace.shared.queueing._acl import ACL, coarse_problem, parse_acl, strict_problem
 from tests.queueing.helpers import app, config, partition, placer
 
-# (ACL string, (user, groups) that must be admitted, ... that must not) — spec §9.1's table
+# (ACL string, (user, groups) that must be admitted, ... that must not)
 CASES: list[tuple[str, list[tuple[str, list[str]]], list[tuple[str, list[str]]]]] = [
     ("", [], [("alice", ["dev"])]),
     (" ", [], [("alice", ["dev"])]),
@@ -61,7 +61,7 @@ def test_coarse_check_counts_any_white_space() -> None:
     assert strict_problem("a\tb\nc") is None
 
 
-# -- the submit check through placements (§9.2) ------------------------------------------------
+# -- the submit check through placements -------------------------------------------------------
 
 
 def test_admin_acl_implies_submit_on_the_queue_and_below() -> None:

@@ -1,4 +1,4 @@
-"""Spec §2 and §4.1: decoding YAML/JSON strictly, the way YuniKorn's Go decoder does."""
+"""Decoding YAML/JSON strictly, the way YuniKorn's Go decoder does."""
 
 from __future__ import annotations
 
@@ -180,7 +180,7 @@ def test_config_error_message_lists_each_problem_with_its_path() -> None:
 
 
 def test_empty_document_means_the_default_configuration() -> None:
-    # spec §4.6: partition default, root open to everybody, tag rule on namespace with create
+    # the default config: partition default, root open to everybody, tag rule on namespace with create
     for source in ("", "   \n", None, b""):
         placer = QueuePlacer(parse_config(source))
         outcome = placer.place(app("bob", tags={"namespace": "team-a"}))

@@ -1,4 +1,4 @@
-"""Spec §2.1, §2.2, §4.2, §4.3, §4.5: partitions, queues, ACL syntax and rule checks."""
+"""Checking a queue config as YuniKorn does on load: partitions, queues, ACL syntax and rules."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_configured_names_are_stored_lower_case() -> None:
     assert "root.finance.payroll" in queues
 
 
-# -- ACL syntax (§4.2) -------------------------------------------------------------------------
+# -- ACL syntax --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("acl", ["", " ", "*", "* ", " *", "alice,bob", "alice dev,ops", " dev", "a\tb"])
@@ -110,7 +110,7 @@ def test_root_acl_is_checked_too() -> None:
     assert problem_paths(config(partition(root_acl=" * "))) == ["partitions[0].queues[0].submitacl"]
 
 
-# -- rule syntax (§4.3) ------------------------------------------------------------------------
+# -- rule syntax -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["1234", "#fixed", "@fixed", "", "fix ed", "fixed!"])
@@ -205,7 +205,7 @@ def test_filter_lists_of_two_or_more_are_never_config_errors() -> None:
     parse_config(config(partition(rules=[rule])))
 
 
-# -- rule construction (§4.5) ------------------------------------------------------------------
+# -- rule construction -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["unknown", "recovery", "RECOVERY", "test", "_fixed"])

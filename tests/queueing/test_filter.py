@@ -1,4 +1,4 @@
-"""Spec §6: building filters from a validated config and evaluating them."""
+"""Building filters from a validated config and evaluating them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def admits(filter_config: dict[str, Any], user: str, groups: list[str]) -> bool:
     return True if built is None else built.admits(user, groups)
 
 
-# spec §6.2's table: (filter, bob in [ops] passes, carol in [dev] passes)
+# (filter, bob in [ops] passes, carol in [dev] passes)
 TABLE: list[tuple[dict[str, Any], bool, bool]] = [
     ({"type": "allow", "users": ["alice", "bob"]}, True, False),
     ({"type": "deny", "users": ["alice", "bob"]}, False, True),
@@ -98,7 +98,7 @@ def test_rre2_syntax_that_python_re_lacks_works() -> None:
     assert not admits({"users": ["^[[:alpha:]]+$"]}, "ab1", [])
 
 
-# -- filters inside rules (§6.2 last paragraph, quirk 14) --------------------------------------
+# -- filters inside rules: a filtered-out rule is no match --------------------------------------
 
 
 def test_filtered_rule_is_no_match_and_the_next_rule_runs() -> None:

@@ -1,4 +1,4 @@
-"""Spec §5, §8 and §10: checks before the rules, choosing the queue, committing it, outcomes."""
+"""Checks before the rules, choosing the queue, committing it, outcomes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.queueing.helpers import app, config, partition, placer
 
 FORCE = {"application.create.force": "true"}
 
-# -- checks before any rule (§5, §8.3) ---------------------------------------------------------
+# -- checks before any rule --------------------------------------------------------------------
 
 
 def test_unknown_partition_is_rejected() -> None:
@@ -87,7 +87,7 @@ def test_other_force_tag_values_are_not_forced(value: str) -> None:
     assert outcome.rejected
 
 
-# -- choosing the queue (§8.1) -----------------------------------------------------------------
+# -- choosing the queue ------------------------------------------------------------------------
 
 
 def test_rules_are_tried_in_order_and_the_first_acceptable_wins() -> None:
@@ -239,7 +239,7 @@ def test_yunikorn_manager_place_app_sequence() -> None:
         assert p.place(app(user, groups=[], queue=queue, tags=tags, app_id=str(i))).queue == placed, i
 
 
-# -- creating the queue (§8.2) -----------------------------------------------------------------
+# -- creating the queue ------------------------------------------------------------------------
 
 
 def test_created_queue_exists_for_later_applications() -> None:
@@ -326,7 +326,7 @@ def test_created_queues_are_remembered_per_partition() -> None:
     assert "root.ann" not in p.queues()
 
 
-# -- outcomes (§10) ----------------------------------------------------------------------------
+# -- outcomes ----------------------------------------------------------------------------------
 
 
 def test_outcome_json_for_a_placement() -> None:

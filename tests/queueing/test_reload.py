@@ -1,4 +1,4 @@
-"""Spec §4.7: reloading a placer with a new config keeps dynamic queues and drains removed ones."""
+"""Reloading a placer with a new config keeps dynamic queues and drains removed ones."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Spec §7: what each rule proposes, parent chaining, create flags and dot replacement."""
+"""What each rule proposes, parent chaining, create flags and dot replacement."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def one_rule(rule: dict[str, Any], queues: list[dict[str, Any]] | None = None) -
     return config(partition(queues or [], [rule]))
 
 
-# -- provided (§7.2) ---------------------------------------------------------------------------
+# -- provided ----------------------------------------------------------------------------------
 
 
 def test_provided_unqualified_queue_goes_below_root() -> None:
@@ -54,7 +54,7 @@ def test_provided_invalid_qualified_queue_is_a_rule_error(queue: str) -> None:
 
 
 def test_provided_name_too_long_after_dot_replacement_is_a_rule_error() -> None:
-    # 61 characters as requested, 65 once the dot becomes `_dot_` (§7.8)
+    # 61 characters as requested, 65 once the dot becomes `_dot_`: longer than a queue name may be
     queue = "a" * 31 + "." + "b" * 29
     assert (
         placer(one_rule({"name": "provided", "create": True})).place(app(queue=queue)).reason == "rule-error"
@@ -68,7 +68,7 @@ def test_provided_without_create_needs_an_existing_queue() -> None:
     assert queue_of(cfg, app(queue="missing")) is None
 
 
-# -- user (§7.3) -------------------------------------------------------------------------------
+# -- user --------------------------------------------------------------------------------------
 
 
 def test_user_rule_replaces_dots_and_lower_cases() -> None:
@@ -78,7 +78,7 @@ def test_user_rule_replaces_dots_and_lower_cases() -> None:
 
 @pytest.mark.parametrize("user", ["a" * 65, "user!x", "a" * 61 + ".b"])
 def test_user_rule_invalid_queue_name_is_a_rule_error(user: str) -> None:
-    # user names here are valid *user* names only when no groups are supplied (§5)
+    # user names here are valid *user* names only when no groups are supplied (a user without groups skips the name check)
     outcome = placer(one_rule({"name": "user", "create": True})).place(app(user, groups=[]))
     assert outcome.reason == "rule-error"
 
@@ -93,7 +93,7 @@ def test_user_queue_for_dotted_user_is_configured_with_dot_replaced() -> None:
     assert queue_of(cfg, app("finance.test")) == "root.finance_dot_test"
 
 
-# -- fixed (§7.4) ------------------------------------------------------------------------------
+# -- fixed -------------------------------------------------------------------------------------
 
 
 def test_fixed_rule_dots_in_the_value_are_levels() -> None:
@@ -118,7 +118,7 @@ def test_fixed_unqualified_value_under_a_parent_rule() -> None:
     assert queue_of(one_rule(rule), app("ann")) == "root.ann.jobs"
 
 
-# -- tag (§7.5) --------------------------------------------------------------------------------
+# -- tag ---------------------------------------------------------------------------------------
 
 
 def test_tag_lookup_ignores_case_of_the_key() -> None:
@@ -149,7 +149,7 @@ def test_tag_invalid_value_is_a_rule_error() -> None:
     assert placer(cfg).place(app(tags={"q": "bad name"})).reason == "rule-error"
 
 
-# -- parents (§7.6) ----------------------------------------------------------------------------
+# -- parents -----------------------------------------------------------------------------------
 
 
 def test_innermost_parent_decides_the_level_below_root() -> None:
@@ -207,7 +207,7 @@ def test_parent_results_are_not_acl_checked() -> None:
     assert p.place(app("alice")).queue == "root.closed.alice"
 
 
-# -- recovery (§7.7) ---------------------------------------------------------------------------
+# -- recovery ----------------------------------------------------------------------------------
 
 
 def test_recovery_rule_only_answers_forced_applications() -> None:

@@ -1,7 +1,7 @@
-"""Spec §11: the worked examples of YuniKorn's documentation, as public conformance vectors.
+"""The worked examples of YuniKorn's documentation, as public conformance vectors.
 
 The vectors are the product's published sample (`queues place --vectors` format); where the
-documentation's result is wrong, `expect` holds YuniKorn's behaviour (spec §13).
+documentation's result is wrong, `expect` holds what YuniKorn's code does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Spec §4.4: YuniKorn's load-time "longest fixed path" check, quirks included."""
+"""YuniKorn's load-time "longest fixed path" check, quirks included."""
 
 from __future__ import annotations
 
