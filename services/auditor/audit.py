@@ -8,7 +8,8 @@ one. With several jobs the walk is cut into stretches checked in parallel (`para
 
 Layers, each importing only those below it: `audit` (this module: the whole history, the
 report) → `parallel` (stretches in processes) → `walk` (batch after batch) and `check`
-(one diff) → `replay` (a worker instance's state) → `history` and `batches`.
+(one diff) → `replay` (a worker instance's state) → `history` and `batches`. The rollout diffs
+are checked beside them (`rollouts`: its own walk, check and report section).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fleetplace.services.auditor.history import Progress as HistoryProgress
 from fleetplace.services.auditor.parallel import check_in_parallel
 from fleetplace.services.auditor.queues import audit_app_placements
 from fleetplace.services.auditor.report import AuditReport, SeqProblem
+from fleetplace.services.auditor.rollouts import audit_rollouts, read_rollout_topics
 from fleetplace.services.auditor.walk import Auditor, Progress
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.topics import Topics
@@ -111,6 +113,8 @@ def audit(
         )
     if history.app_placements and placement is None:
         report.queues = audit_app_placements(history, limits)
+    if placement is None:
+        report.rollouts = audit_rollouts(history, since=since, limits=limits)
     return report
 
 
@@ -126,9 +130,15 @@ def audit_topics(
     reading: HistoryProgress | None = None,
     progress: Progress | None = None,
 ) -> tuple[History, AuditReport]:
-    """`read_history` then `audit` (what `fleetplace audit` runs). Call it with no event loop
-    running: it runs its own for the read."""
-    history = asyncio.run(read_history(kafka, topics, limits=limits, progress=reading))
+    """`read_history` (and the rollout topics, when they exist) then `audit` (what `fleetplace
+    audit` runs). Call it with no event loop running: it runs its own for the read."""
+
+    async def read() -> History:
+        history = await read_history(kafka, topics, limits=limits, progress=reading)
+        await read_rollout_topics(kafka, topics, history, limits=limits)
+        return history
+
+    history = asyncio.run(read())
     report = audit(
         history, placement=placement, since=since, limits=limits, engine=engine, progress=progress, jobs=jobs
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 from fleetplace.services.auditor.history import InvalidDecision
 from fleetplace.services.auditor.queues import QueueAuditReport
+from fleetplace.services.auditor.rollouts import RolloutAuditReport
 
 
 def _shown(field_name: str, value: Any) -> Any:
@@ -80,13 +81,18 @@ class AuditReport:
     warnings: list[str] = field(default_factory=list)
     per_placement: dict[str, Tally] = field(default_factory=dict)
     queues: QueueAuditReport = field(default_factory=QueueAuditReport)
+    rollouts: RolloutAuditReport = field(default_factory=RolloutAuditReport)
     rebuilds: int = 0
     shared: int = 0  # reproduced decisions whose recomputation was an alike placement's run
 
     @property
     def ok(self) -> bool:
         return (
-            not self.mismatches and not self.invalid and not self.seq_problems and not self.queues.mismatches
+            not self.mismatches
+            and not self.invalid
+            and not self.seq_problems
+            and not self.queues.mismatches
+            and self.rollouts.ok
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -115,4 +121,5 @@ class AuditReport:
                 "mismatches": [m.to_json() for m in self.queues.mismatches],
                 "unverified": self.queues.unreadable,
             },
+            "rollouts": self.rollouts.to_json(),
         }

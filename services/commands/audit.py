@@ -28,6 +28,7 @@ from fleetplace.services.auditor.explain import Explanation, NoDecision, explain
 from fleetplace.services.auditor.export import current_decisions, kubernetes_objects
 from fleetplace.services.auditor.history import History, HistoryError, read_history
 from fleetplace.services.auditor.report import AuditReport
+from fleetplace.services.auditor.rollouts import RolloutAuditReport
 from fleetplace.services.auditor.whatif import PlacementWhatIf, what_if_engine, what_if_placement
 from fleetplace.services.commands.output import Output, parse_output, write_yaml
 from fleetplace.services.commands.worker import Bootstrap, Prefix, _settings
@@ -192,7 +193,33 @@ def _print_report(report: AuditReport) -> None:
         console.print(f"[red]✘[/red] application {q.application} ({q.evaluated_at}, {q.record}): {q.reason}")
     for u in queues.unreadable:
         console.print(f"[yellow]![/yellow] not verified: {u}")
+    _print_rollouts(console, report.rollouts)
     console.print("[green]every decision reproduces[/green]" if report.ok else "[red]audit failed[/red]")
+
+
+def _print_rollouts(console: Console, report: RolloutAuditReport) -> None:
+    """The rollout diffs' section: per rollout, then what does not reproduce."""
+    if not report.checked and not report.invalid and not report.seq_problems:
+        return
+    table = Table("rollout", "checked", "reproduced", "mismatched", title="rollout diffs")
+    for key, (checked, reproduced) in sorted(report.per_rollout.items()):
+        bad = checked - reproduced
+        table.add_row(key, str(checked), str(reproduced), f"[red]{bad}[/red]" if bad else "0")
+    table.add_section()
+    bad = report.checked - report.reproduced
+    table.add_row(
+        "[b]all[/b]", str(report.checked), str(report.reproduced), f"[red]{bad}[/red]" if bad else "0"
+    )
+    console.print(table)
+    for m in report.mismatches:
+        r = m.record
+        console.print(f"[red]✘[/red] rollout {r.key} seq {r.seq} ({r.evaluated_at}, {r.where}): {m.reason}")
+    for p in report.seq_problems:
+        console.print(f"[red]✘[/red] rollout {p.rollout} seq {p.seq}: {p.problem}")
+    for i in report.invalid:
+        console.print(f"[red]✘[/red] {i.to_json()['record']} ({i.key}): not a rollout diff: {i.error}")
+    for w in report.warnings:
+        console.print(f"[yellow]![/yellow] {w}")
 
 
 def register(app: typer.Typer) -> None:
@@ -210,7 +237,7 @@ def register(app: typer.Typer) -> None:
         bootstrap: Bootstrap = None,
         prefix: Prefix = None,
     ) -> None:
-        """Re-derive every published decision from the topics; exit 1 if any does not reproduce."""
+        """Re-derive every published decision and rollout diff from the topics; exit 1 if any does not reproduce."""
         out = _output(output, json_output)
         key = _placement_key("--placement", placement)
         since_t = _time("--since", since)

@@ -272,3 +272,94 @@ def report(
 
     asyncio.run(send())
     typer.echo(f"{status_key(key, cluster)}: {value.status} (revision {revision})")
+
+
+# ---- the audit's side: the answer in force at a time, and why -----------------------------------
+
+
+@rollout_app.command("explain")
+def explain(
+    rollout: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the Rollout.")],
+    at: Annotated[str | None, typer.Option("--at", help="RFC 3339 time (default: the latest diff).")] = None,
+    output: Annotated[Output, typer.Option("--output", "-o", help="json: one object.")] = Output.TABLE,
+    bootstrap: Bootstrap = None,
+    prefix: Prefix = None,
+) -> None:
+    """The rollout's answer in force at a time, rebuilt from the topics: per placement and cluster
+    its group, status, soak end or deadline, and the rule that put it there."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from fleetplace.services.auditor.rollouts import NoRolloutDiff, explain_rollout, read_rollout_history
+    from fleetplace.services.commands.worker import _settings
+    from fleetplace.shared.bus.codec import DecodeLimits
+    from fleetplace.shared.bus.errors import BusError
+    from fleetplace.shared.bus.topics import Topics
+    from fleetplace.shared.rollout import Instant
+
+    key = _rollout_key(rollout)
+    try:
+        at_t = None if at is None else Instant.parse(at).to_datetime()
+    except ValueError:
+        typer.echo(f"error: --at: not an RFC 3339 time: {at!r}", err=True)
+        raise typer.Exit(2) from None
+    settings = _settings(bootstrap, prefix)
+    limits = DecodeLimits.from_settings(settings)
+    try:
+        history = read_rollout_history(settings.kafka, Topics(settings.topic_prefix), limits=limits)
+    except BusError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    if history is None:
+        typer.echo(f"error: the rollout topics do not exist under prefix {settings.topic_prefix!r}", err=True)
+        raise typer.Exit(2)
+    try:
+        explanation = explain_rollout(history, key, at_t, limits)
+    except NoRolloutDiff as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(1) from None
+    data = explanation.to_json()
+    if output is Output.JSON:
+        sys.stdout.buffer.write(orjson.dumps(data) + b"\n")
+        return
+    console = Console() if sys.stdout.isatty() else Console(width=10_000, soft_wrap=True)
+    record = data["record"]
+    trigger = record["trigger"]
+    console.rule(f"{key} seq {record['seq']}")
+    console.print(
+        f"record {record['record']} by {record['source'] or '?'}, evaluated {record['evaluatedAt']}, "
+        f"trigger {trigger.get('kind')}:{trigger.get('key')}",
+        highlight=False,
+    )
+    if data["deleted"]:
+        console.print("the rollout was deleted: nothing to roll out")
+    else:
+        console.print(
+            f"revision {data['revision']}  roll out now: {', '.join(data['clustersToRollout']) or '-'}  "
+            f"complete: {str(data['complete']).lower()}  "
+            f"maxFailureBreach: {str(data['maxFailureBreach']).lower()}  "
+            f"next recheck: {data['nextRecheckAt'] or '-'}",
+            highlight=False,
+        )
+    console.print(
+        "[green]reproduces from the topics[/green]"
+        if data["reproduced"]
+        else f"[red]does not reproduce: {', '.join(data['differs'])} differ[/red] (run `fleetplace audit`)"
+    )
+    for placement in data["placements"]:
+        if placement["error"]:
+            console.print(f"placement {placement['name']}: [red]error[/red] {placement['error']}")
+    if not data["clusters"]:
+        return
+    table = Table("placement", "cluster", "group", "status", "since", "soak end / deadline", "why")
+    for c in data["clusters"]:
+        table.add_row(
+            c["placement"],
+            c["cluster"],
+            f"{c['groupName'] or '-'} ({c['groupIndex']})",
+            c["status"],
+            c["since"] or "",
+            c["until"] or "",
+            c["why"],
+        )
+    console.print(table)
