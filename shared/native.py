@@ -28,6 +28,7 @@ MODULES = (
     "fleetplace.services.scheduler.core",
     "fleetplace.services.scheduler.ingest",
     "fleetplace.shared.api.admission",
+    "fleetplace.shared.api.decision_diff",
     "fleetplace.shared.api.objects",
     "fleetplace.shared.bus.codec",
     "fleetplace.shared.placement.engine",

@@ -2,7 +2,7 @@
 state, compare what it decides, and explain a difference. No processes and no walking here: the
 walk (`walk`) calls `Checker.visit` with the state each diff was computed from.
 
-Compared: what the diff decided (`DecisionDiff.DECIDED`): generation, decisions (page order),
+Compared: what the diff decided (`DECIDED` in shared/api/decision_diff.py): generation, decisions (page order),
 groups, status, the scores of the clusters the record lists, added/removed, and deletion. Not
 compared: `trigger` (which of several pending records happened to mark the placement first) and
 `nextRequeueAt` (timer bookkeeping); neither changes what was decided.
@@ -19,13 +19,13 @@ from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.services.auditor.replay import SourceReplay
 from fleetplace.services.auditor.report import AuditReport, Mismatch, Tally
 from fleetplace.services.scheduler.core import Trigger
-from fleetplace.shared.api.decisions import DecisionDiff
+from fleetplace.shared.api.decisions import DECIDED, DecisionDiff
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement import ScheduleResult
 from fleetplace.shared.placement.explain import explain
 from fleetplace.shared.placement.scheduler import run_signature
 
-COMPARED = DecisionDiff.DECIDED
+COMPARED = DECIDED
 
 
 class Recomputed:
