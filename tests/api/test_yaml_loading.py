@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fleetplace.services.cli import app
-from fleetplace.shared.api import objects
+from fleetplace.shared.api import _yaml_loader, objects
 from fleetplace.shared.api.objects import ObjectError, Validation, load_yaml
 
 from ..bench.large_fleet import write_fleet
@@ -30,7 +30,7 @@ def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     if request.param == "c" and not yaml.__with_libyaml__:
         pytest.skip("PyYAML built without libyaml")
     base = yaml.CSafeLoader if request.param == "c" else yaml.SafeLoader
-    monkeypatch.setattr(objects, "_Loader", type("_Loader", (objects._DuplicateKeys, base), {}))
+    monkeypatch.setattr(objects, "_Loader", type("_Loader", (_yaml_loader.DuplicateKeys, base), {}))
     return str(request.param)
 
 
