@@ -267,7 +267,8 @@ def test_changing_one_field_of_one_diff_fails_exactly_that_diff_on_that_field(
     wrong = {
         "added": [*target.value["added"], "c-other"],
         "removed": [*target.value["removed"], "c-other"],
-        "placements": [],
+        # a placement the rollout does not have (a deletion's final diff has none at all)
+        "placements": [*target.value["placements"], {"name": "other-placement", "decided": False}],
         "maxFailureBreach": not target.value["maxFailureBreach"],
         "nextRecheckAt": "2030-01-01T00:00:00Z",
         "complete": not target.value["complete"],
