@@ -635,18 +635,7 @@ def explain_rollout(
             ]
             for line in placement_lines(placement, groups, reports):
                 out.clusters.append(
-                    {
-                        "placement": line.placement,
-                        "cluster": line.cluster,
-                        "groupName": line.group_name,
-                        "groupIndex": line.group_index,
-                        "status": line.status,
-                        "since": line.since,
-                        "until": line.until,
-                        "listed": line.listed or None,
-                        "why": why(strategy, line, placement["maxFailureBreach"]),
-                        "next": line.next,
-                    }
+                    {**line.to_json(), "why": why(strategy, line, placement["maxFailureBreach"])}
                 )
 
     walk.walk(visit, lambda record: record is target)

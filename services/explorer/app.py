@@ -347,21 +347,7 @@ def create_app(
                 "rollout": row.to_json(),
                 "object": store.rollouts.objects.get(key),
                 "state": store.rollouts.states.get(key),
-                "clusters": [
-                    {
-                        "placement": line.placement,
-                        "cluster": line.cluster,
-                        "groupName": line.group_name,
-                        "groupIndex": line.group_index,
-                        "status": line.status,
-                        "since": line.since,
-                        "until": line.until,
-                        "listed": line.listed or None,
-                        "next": line.next,
-                    }
-                    for p in row.placements
-                    for line in p.lines
-                ],
+                "clusters": [line.to_json() for p in row.placements for line in p.lines],
                 "timeline": store.rollouts.timeline(key),
             }
         )

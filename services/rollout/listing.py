@@ -30,6 +30,20 @@ class ClusterLine:
     listed: str  # rollout, timeout, removed; "" for a placed cluster the state does not list
     next: str
 
+    def to_json(self) -> dict[str, Any]:
+        """The line as `rollout explain -o json` and the explorer's API print it."""
+        return {
+            "placement": self.placement,
+            "cluster": self.cluster,
+            "groupName": self.group_name,
+            "groupIndex": self.group_index,
+            "status": self.status,
+            "since": self.since,
+            "until": self.until,
+            "listed": self.listed or None,
+            "next": self.next,
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Reported:
