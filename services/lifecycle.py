@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from aiohttp import web
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRebalanceListener, TopicPartition
 from prometheus_client import CollectorRegistry, Gauge
 
 from fleetplace.services.http import HttpServer
@@ -137,6 +137,32 @@ class WorkerLogic(Protocol):
     def summary(self) -> Mapping[str, Any]:
         """Figures for the worker's last log line."""
         ...
+
+
+Partitions = set[tuple[str, int]]  # (topic, partition) pairs
+
+
+class PartitionOwnership(ConsumerRebalanceListener):  # type: ignore[misc]
+    """A worker's part in a rebalance of its consumer group: what it has computed lands before
+    partitions go to another instance (`flush`), then it forgets what it no longer owns
+    (`revoke`); on assignment it takes the new partitions over (`assign`)."""
+
+    def __init__(
+        self,
+        flush: Callable[[], Awaitable[None]],
+        revoke: Callable[[Partitions], None],
+        assign: Callable[[Partitions], Awaitable[None]],
+    ) -> None:
+        self._flush = flush
+        self._revoke = revoke
+        self._assign = assign
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._flush()
+        self._revoke({(tp.topic, tp.partition) for tp in revoked})
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._assign({(tp.topic, tp.partition) for tp in assigned})
 
 
 class WorkerRuntime:

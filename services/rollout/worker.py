@@ -16,12 +16,19 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
-from fleetplace.services.lifecycle import Clock, Topology, Turn, WorkerRuntime, run_until_signalled
+from fleetplace.services.lifecycle import (
+    Clock,
+    PartitionOwnership,
+    Topology,
+    Turn,
+    WorkerRuntime,
+    run_until_signalled,
+)
 from fleetplace.services.rollout.core import InvalidRecord, RolloutChange, RolloutProcessor
 from fleetplace.shared.api.objects import ObjectError
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
@@ -63,18 +70,6 @@ class _Metrics:
             registry=registry,
         )
         self.timers = Gauge("fleetplace_timers_pending", "Recheck timers pending", registry=registry)
-
-
-class _Ownership(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, worker: RolloutWorker) -> None:
-        self.worker = worker
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self.worker._flush()  # diffs computed must land before another instance takes over
-        self.worker._revoke({tp.partition for tp in revoked})
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        await self.worker._assign([(tp.topic, tp.partition) for tp in assigned])
 
 
 class RolloutWorker:
@@ -120,7 +115,7 @@ class RolloutWorker:
             name="rollout worker",
             instance=instance,
             registry=self.registry,
-            rebalance_listener=_Ownership(self),
+            rebalance_listener=PartitionOwnership(self._flush, self._revoke, self._assign),
             failpoints="rollout",
         )
 
@@ -141,7 +136,8 @@ class RolloutWorker:
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
 
-    def _revoke(self, partitions: set[int]) -> None:
+    def _revoke(self, revoked: set[tuple[str, int]]) -> None:
+        partitions = {p for _, p in revoked}
         self._assigned -= partitions
         for key in [k for k in {*self.processor.rollouts, *self.processor.published} if not self._owns(k)]:
             self.processor.forget(key)
@@ -149,7 +145,7 @@ class RolloutWorker:
             del self._next[name]
         log.info("partitions revoked", partitions=sorted(partitions))
 
-    async def _assign(self, assigned: list[tuple[str, int]]) -> None:
+    async def _assign(self, assigned: set[tuple[str, int]]) -> None:
         self._assigned |= {p for _, p in assigned}
         self._partitions = sum(1 for t, _ in self.runtime.group_partitions if t == self.topics.rollouts)
         if assigned:

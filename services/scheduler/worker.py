@@ -19,11 +19,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
-from aiokafka import ConsumerRebalanceListener, TopicPartition
+from aiokafka import TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from fleetplace.services.http import HttpServer
-from fleetplace.services.lifecycle import Clock, Topology, Turn, WorkerRuntime, run_until_signalled
+from fleetplace.services.lifecycle import (
+    Clock,
+    PartitionOwnership,
+    Topology,
+    Turn,
+    WorkerRuntime,
+    run_until_signalled,
+)
 from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from fleetplace.services.scheduler.ingest import ingest
 from fleetplace.shared.bus.codec import DecodedRecord, DecodeLimits, encode_json
@@ -97,19 +104,6 @@ class _Metrics:
         )
 
 
-class _Ownership(ConsumerRebalanceListener):  # type: ignore[misc]
-    def __init__(self, worker: SchedulerWorker) -> None:
-        self.worker = worker
-
-    async def on_partitions_revoked(self, revoked: Any) -> None:
-        # diffs already computed must land before another instance takes these placements over
-        await self.worker._flush()
-        self.worker._revoke({(tp.topic, tp.partition) for tp in revoked})
-
-    async def on_partitions_assigned(self, assigned: Any) -> None:
-        await self.worker._assign({(tp.topic, tp.partition) for tp in assigned})
-
-
 class SchedulerWorker:
     """One scheduler instance. `await worker.run()` until `worker.stop()` or a signal."""
 
@@ -166,7 +160,7 @@ class SchedulerWorker:
             instance=instance,
             registry=self.registry,
             debug_routes=[web.get("/debug/placements/{namespace}/{name}", self._debug)],
-            rebalance_listener=_Ownership(self),
+            rebalance_listener=PartitionOwnership(self._flush, self._revoke, self._assign),
             background=[self._watch_stalls],
         )
 
