@@ -64,49 +64,20 @@ def collection_paused(*, freeze: bool = True) -> Iterator[None]:
             gc.enable()
 
 
+@dataclass(slots=True, eq=True, repr=False)
 class DecisionRecord:
-    """One DecisionDiff as read from `decisions`, with where it is and who wrote it (one per
-    diff read: a plain class, whose constructor compiles; read-only by convention)."""
+    """One DecisionDiff as read from `decisions`, with where it is and who wrote it (read-only
+    by convention; unhashable: it holds a dict)."""
 
-    def __init__(
-        self,
-        key: str,
-        partition: int,
-        offset: int,
-        source: str,  # the CloudEvents source: one scheduler instance
-        value: Mapping[str, Any],
-        seq: int,
-        evaluated_at: str,  # as written: part of the batch identity
-        now: datetime,
-        inputs: tuple[tuple[str, int], ...],  # sorted `inputs` items
-    ) -> None:
-        self.key = key
-        self.partition = partition
-        self.offset = offset
-        self.source = source
-        self.value = value
-        self.seq = seq
-        self.evaluated_at = evaluated_at
-        self.now = now
-        self.inputs = inputs
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (
-            self.key,
-            self.partition,
-            self.offset,
-            self.source,
-            self.value,
-            self.seq,
-            self.evaluated_at,
-            self.now,
-            self.inputs,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DecisionRecord) and self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # holds a dict
+    key: str
+    partition: int
+    offset: int
+    source: str  # the CloudEvents source: one scheduler instance
+    value: Mapping[str, Any]
+    seq: int
+    evaluated_at: str  # as written: part of the batch identity
+    now: datetime
+    inputs: tuple[tuple[str, int], ...]  # sorted `inputs` items
 
     def __repr__(self) -> str:
         return f"DecisionRecord(key={self.key!r}, seq={self.seq}, where={self.where!r})"

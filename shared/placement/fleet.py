@@ -114,52 +114,20 @@ class _ChangeLog:
         return out
 
 
+@dataclass(slots=True)
 class ClusterInfo:
-    """What scheduling needs of one ManagedCluster version, computed once (one per cluster
-    record: a plain class, whose constructor compiles, not a generated dataclass one)."""
+    """What scheduling needs of one ManagedCluster version, computed once per cluster record
+    (equal by value; unhashable: it holds dicts)."""
 
-    def __init__(
-        self,
-        name: str,
-        labels: Mapping[str, str],
-        claims: Mapping[str, str],
-        terminating: bool,
-        taints: tuple[Taint, ...],
-        cpu: float | None,
-        memory: float | None,
-        obj: ManagedCluster,
-        raw: Mapping[str, Any] | None,
-    ) -> None:
-        self.name = name
-        self.labels = labels
-        self.claims = claims
-        self.terminating = terminating
-        self.taints = taints
-        self.cpu = cpu
-        self.memory = memory
-        self.obj = obj
-        self.raw = raw
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (
-            self.name,
-            self.labels,
-            self.claims,
-            self.terminating,
-            self.taints,
-            self.cpu,
-            self.memory,
-            self.obj,
-            self.raw,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ClusterInfo) and self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # equal by value, and mutable
-
-    def __repr__(self) -> str:
-        return f"ClusterInfo(name={self.name!r}, labels={self.labels!r}, cpu={self.cpu!r})"
+    name: str
+    labels: Mapping[str, str]
+    claims: Mapping[str, str]
+    terminating: bool
+    taints: tuple[Taint, ...]
+    cpu: float | None
+    memory: float | None
+    obj: ManagedCluster = field(repr=False)
+    raw: Mapping[str, Any] | None = field(repr=False)
 
     @classmethod
     def of(cls, cluster: ManagedCluster, raw: Mapping[str, Any] | None = None) -> ClusterInfo:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from fleetplace.shared.api.ocm import GroupStrategy, Placement
 from fleetplace.shared.placement.fleet import ClusterInfo
@@ -25,51 +26,23 @@ from fleetplace.shared.placement.selectors import (
 PAGE_SIZE = 100
 
 
+@dataclass(frozen=True, slots=True)
 class DecisionGroupResult:
-    """One decision group of a run (plain classes, these two: one or more per run; read-only by
-    convention, equal and hashable by value)."""
+    """One decision group of a run."""
 
-    def __init__(self, name: str, index: int, clusters: tuple[str, ...]) -> None:
-        self.name = name
-        self.index = index
-        self.clusters = clusters
-
-    def _fields(self) -> tuple[str, int, tuple[str, ...]]:
-        return (self.name, self.index, self.clusters)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DecisionGroupResult) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return f"DecisionGroupResult(name={self.name!r}, index={self.index!r}, clusters={self.clusters!r})"
+    name: str
+    index: int
+    clusters: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
 class Page:
     """One PlacementDecision's worth of a group."""
 
-    def __init__(self, name: str, group_name: str, group_index: int, clusters: tuple[str, ...]) -> None:
-        self.name = name  # <placement>-decision-<k>
-        self.group_name = group_name
-        self.group_index = group_index
-        self.clusters = clusters
-
-    def _fields(self) -> tuple[str, str, int, tuple[str, ...]]:
-        return (self.name, self.group_name, self.group_index, self.clusters)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Page) and self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        return (
-            f"Page(name={self.name!r}, group_name={self.group_name!r}, "
-            f"group_index={self.group_index!r}, clusters={self.clusters!r})"
-        )
+    name: str  # <placement>-decision-<k>
+    group_name: str
+    group_index: int
+    clusters: tuple[str, ...]
 
 
 class GroupError(Exception):
