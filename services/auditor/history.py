@@ -25,7 +25,11 @@ from fleetplace.shared.bus.topics import (
     APP_PLACEMENTS,
     APPLICATIONS,
     DECISIONS,
+    PLACEMENT_DECISIONS,
     QUEUE_CONFIGS,
+    ROLLOUT_DECISIONS,
+    ROLLOUT_STATUS,
+    ROLLOUTS,
     Topics,
     TopicState,
     describe_catalogue,
@@ -36,6 +40,9 @@ from fleetplace.shared.settings import KafkaSettings
 INPUT_TOPICS = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "placements")
 # The queue placer's inputs.
 QUEUE_INPUTS = (QUEUE_CONFIGS, APPLICATIONS)
+# The rollout worker's inputs, then its diff log.
+ROLLOUT_INPUTS = (PLACEMENT_DECISIONS, ROLLOUTS, ROLLOUT_STATUS)
+ROLLOUT_TOPICS = (*ROLLOUT_INPUTS, ROLLOUT_DECISIONS)
 
 Progress = Callable[[int, int], None]
 """Called with (records read so far, records to read)."""
@@ -280,7 +287,8 @@ async def read_history(
     progress: Progress | None = None,
 ) -> History:
     """Read the scheduler's inputs and `decisions` — and, if `app-placements` exists, it and the
-    queue placer's inputs — from the beginning up to the high watermarks measured at start."""
+    queue placer's inputs; if the rollout topics exist, them — from the beginning up to the
+    high watermarks measured at start."""
     statuses = {s.spec.name: s for s in await describe_catalogue(kafka, topics)}
     missing = [name for name in (*INPUT_TOPICS, DECISIONS) if statuses[name].state is TopicState.MISSING]
     if missing:
@@ -292,6 +300,8 @@ async def read_history(
         # queue placements, and what they were placed from
         wanted += [t for t in QUEUE_INPUTS if statuses[t].state is not TopicState.MISSING]
         wanted.append(APP_PLACEMENTS)
+    if all(statuses[t].state is not TopicState.MISSING for t in ROLLOUT_TOPICS):
+        wanted += ROLLOUT_TOPICS  # rollouts, and what they were decided from
     history = History()
     reader = BroadcastReader(kafka, topics.names(wanted), max_records=50_000)
     await reader.start()

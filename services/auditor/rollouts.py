@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fleetplace.services.auditor.history import History, Progress, read_into
+from fleetplace.services.auditor.history import ROLLOUT_TOPICS, History, Progress, read_into
 from fleetplace.services.rollout.core import (
     InvalidRecord,
     RolloutProcessor,
@@ -55,10 +55,6 @@ from fleetplace.shared.bus.topics import (
 )
 from fleetplace.shared.rollout import Instant, RolloutStrategy, StrategyType
 from fleetplace.shared.settings import KafkaSettings
-
-# The rollout worker's inputs (topic names without the prefix), then its diff log.
-ROLLOUT_INPUTS = (PLACEMENT_DECISIONS, ROLLOUTS, ROLLOUT_STATUS)
-ROLLOUT_TOPICS = (*ROLLOUT_INPUTS, ROLLOUT_DECISIONS)
 
 # What a rollout diff decided; a diff reproduces when every one of them is recomputed equal.
 COMPARED = (
