@@ -83,46 +83,19 @@ def format_time(t: datetime) -> str:
 Trigger = DecisionTrigger  # what made a placement dirty, recorded in its diff
 
 
+@dataclass(slots=True, repr=False)
 class Published:
     """The last decision published for one placement (the checkpoint, from the decisions topic).
-    One per diff applied: a plain class, whose constructor compiles."""
+    Equal by value; unhashable: it holds dicts."""
 
-    def __init__(
-        self,
-        seq: int,
-        decisions: tuple[str, ...],
-        groups: tuple[tuple[str, int, tuple[str, ...]], ...],
-        status: Mapping[str, Any],
-        deleted: bool = False,
-        scores: Mapping[str, int] | None = None,
-        evaluated_at: float = 0.0,
-        sort_by_score: bool = False,
-    ) -> None:
-        self.seq = seq
-        self.decisions = decisions
-        self.groups = groups
-        self.status = status
-        self.deleted = deleted
-        self.scores: Mapping[str, int] = {} if scores is None else scores
-        self.evaluated_at = evaluated_at
-        self.sort_by_score = sort_by_score
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (
-            self.seq,
-            self.decisions,
-            self.groups,
-            self.status,
-            self.deleted,
-            self.scores,
-            self.evaluated_at,
-            self.sort_by_score,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Published) and self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # holds dicts
+    seq: int
+    decisions: tuple[str, ...]
+    groups: tuple[tuple[str, int, tuple[str, ...]], ...]
+    status: Mapping[str, Any]
+    deleted: bool = False
+    scores: Mapping[str, int] = field(default_factory=dict)
+    evaluated_at: float = 0.0
+    sort_by_score: bool = False
 
     def __repr__(self) -> str:
         return f"Published(seq={self.seq}, decisions={self.decisions!r}, deleted={self.deleted})"
