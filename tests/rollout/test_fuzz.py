@@ -219,8 +219,10 @@ def test_every_random_scenario_gives_one_well_formed_line_the_same_each_time(doc
     placed = _placed(doc["decisionGroups"])
     removed = [s["clusterName"] for s in doc["clusterStatuses"] if s["clusterName"] not in placed - {""}]
     assert [s["clusterName"] for s in line["clustersRemoved"]] == removed
+    # mandatory groups are taken by reference, past a gap in the indices too
+    grouped = {cluster for group in doc["decisionGroups"] for cluster in group["clusters"]}
     for entry in line["clustersToRollout"] + line["clustersTimeOut"]:
-        assert entry["clusterName"] in placed
+        assert entry["clusterName"] in grouped
     assert all(entry["status"] == "TimeOut" for entry in line["clustersTimeOut"])
     recheck = line["recheckAfterSeconds"]
     assert recheck is None or recheck > 0
@@ -231,3 +233,21 @@ def test_every_random_scenario_gives_one_well_formed_line_the_same_each_time(doc
             if entry[key] is not None:
                 # whole seconds, also past year 9999 (where the year takes more digits)
                 assert WHOLE_SECONDS.fullmatch(entry[key]), entry[key]
+
+
+def test_a_mandatory_group_past_a_gap_in_the_indices_is_still_rolled_out() -> None:
+    # found by the test above: the only group has index 1, so "all groups" (0..n-1) is empty,
+    # but the mandatory phase takes the group by its name
+    doc = {
+        "name": "gap",
+        "now": "2022-01-01T00:00:00Z",
+        "rolloutStrategy": {
+            "type": "Progressive",
+            "progressive": {"mandatoryDecisionGroups": [{"groupName": "canary"}]},
+        },
+        "decisionGroups": [{"groupName": "canary", "groupIndex": 1, "clusters": ["a"]}],
+        "clusterStatuses": [],
+    }
+    line = evaluate_scenario(doc)
+    assert line["error"] is None
+    assert [(e["clusterName"], e["status"]) for e in line["clustersToRollout"]] == [("a", "ToApply")]
