@@ -4,32 +4,31 @@ For each batch (see `batches`): restore the instance's state to the batch's wate
 (`replay`), then for each diff in key order: make the placement's previous decision the one the
 worker diffed against (seq - 1), evaluate the placement at `evaluatedAt` with the worker's own
 engine, compare what the diff would hold (`check`), and commit the recorded diff before the next
-one. With several jobs the walk is cut into stretches checked in parallel (`parallel`), and
-`audit_topics` checks the first stretch while the rest is still being read (`early`).
+one. With several jobs the walk is cut into stretches checked in parallel (`parallel`).
 
 Layers, each importing only those below it: `audit` (this module: the whole history, the
-report) → `early` (the first stretch, read and checked in a process of its own) and `parallel`
-(stretches in processes) → `walk` (batch after batch) and `check` (one diff) → `replay` (a
-worker instance's state) → `history` and `batches`. The rollout diffs
+report) → `parallel` (stretches in processes) → `walk` (batch after batch) and `check`
+(one diff) → `replay` (a worker instance's state) → `history` and `batches`. The rollout diffs
 are checked beside them (`rollouts`: its own walk, check and report section).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 
 from fleetplace.services.auditor.check import Checker
-from fleetplace.services.auditor.early import FirstStretch, checking_first_stretch
 from fleetplace.services.auditor.history import DecisionRecord, History, read_history
 from fleetplace.services.auditor.history import Progress as HistoryProgress
 from fleetplace.services.auditor.parallel import check_in_parallel
 from fleetplace.services.auditor.queues import audit_app_placements
 from fleetplace.services.auditor.report import AuditReport, SeqProblem
 from fleetplace.services.auditor.rollouts import audit_rollouts
-from fleetplace.services.auditor.walk import Auditor, Progress, collection_off
+from fleetplace.services.auditor.walk import Auditor, Progress
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
@@ -61,13 +60,22 @@ def _seq_problems(history: History, wanted: Callable[[str], bool]) -> list[SeqPr
     return problems
 
 
-def _check(auditor: Auditor, checker: Checker, jobs: int, progress: Progress | None, start: int = 0) -> None:
-    """Check the batches from `start` on into `checker.report`, in `jobs` processes or here."""
-    if not check_in_parallel(auditor, checker, jobs, progress, start=start):
-        if start:
-            auditor.fast_forward(auditor.batches[:start])
-        auditor.walk(checker.visit, checker.select, progress=progress, batches=auditor.batches[start:])
-        checker.took(auditor.warnings, auditor.rebuilds)
+@contextmanager
+def _collection_off() -> Iterator[None]:
+    """No cyclic GC during the walk (and in the processes it forks). The history is frozen out of
+    it (long-lived, and fork-friendly: collections would touch every page), and the walk leaves
+    no cyclic garbage — its state lives to the end, the rest is freed by reference counts — so
+    collections would only rescan the growing replay state (docs/performance.md#audit).
+    Whatever the walk might leave is collected once it is over."""
+    enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 def audit(
@@ -79,37 +87,18 @@ def audit(
     engine: EngineOptions = DEFAULT_OPTIONS,
     progress: Progress | None = None,
     jobs: int = 1,
-    first: FirstStretch | None = None,
 ) -> AuditReport:
     """Check every decision of the history (or of one placement, or evaluated since a time).
 
     `engine` must be the options the workers ran with (FLEETPLACE_PREFER_NO_SELECT): they are
     not recorded in the decisions. `jobs` > 1 checks contiguous stretches of the history in
-    that many processes (same result, see `parallel`); `first`, the first stretch being checked
-    elsewhere already (`early`: same result)."""
+    that many processes (same result, see `parallel`)."""
+    checker = Checker(placement, since)
     auditor = Auditor(history, limits, engine)
-    total = len(history.decisions)
-    start = 0 if first is None else first.length(history, auditor.batches)
-
-    def checked(done: int, _total: int) -> None:  # the rest's progress, with the first stretch's
-        if progress is not None:
-            progress(min(total, done + (first.done if first is not None and start else 0)), total)
-
-    with collection_off():
-        checker = Checker(placement, since)
-        _check(auditor, checker, jobs - 1 if start else jobs, checked, start)  # `first` is one of the jobs
-        if start:
-            assert first is not None
-            head = Checker(placement, since)
-            early = first.report(auditor.batches[:start])
-            if early is None:  # it checked other batches: check them here
-                _check(Auditor(history, limits, engine, batches=auditor.batches[:start]), head, jobs, None)
-            else:
-                head.report = early
-            head.merge(checker.report)
-            checker = head
-    if progress is not None:
-        progress(total, total)
+    with _collection_off():
+        if not check_in_parallel(auditor, checker, jobs, progress):
+            auditor.walk(checker.visit, checker.select, progress=progress)
+            checker.took(auditor.warnings, auditor.rebuilds)
     report = checker.report
     report.records = history.records_read
     report.batches = len(auditor.batches)
@@ -141,22 +130,11 @@ def audit_topics(
     reading: HistoryProgress | None = None,
     progress: Progress | None = None,
 ) -> tuple[History, AuditReport]:
-    """`read_history` then `audit` (what `fleetplace
-    audit` runs), with the first stretch checked during the read when there are several jobs.
-    Call it with no event loop running: it forks, and runs its own loops."""
+    """`read_history` then `audit` (what `fleetplace audit` runs). Call it with no event loop
+    running: it runs its own for the read."""
 
-    with checking_first_stretch(
-        kafka, topics, jobs=jobs, limits=limits, engine=engine, placement=placement, since=since
-    ) as first:
-        history = asyncio.run(read_history(kafka, topics, limits=limits, progress=reading))
-        report = audit(
-            history,
-            placement=placement,
-            since=since,
-            limits=limits,
-            engine=engine,
-            progress=progress,
-            jobs=jobs,
-            first=first,
-        )
+    history = asyncio.run(read_history(kafka, topics, limits=limits, progress=reading))
+    report = audit(
+        history, placement=placement, since=since, limits=limits, engine=engine, progress=progress, jobs=jobs
+    )
     return history, report

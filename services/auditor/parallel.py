@@ -76,18 +76,15 @@ def _check_stretch(slot: int, start: int, stop: int) -> AuditReport:
     return checker.report
 
 
-def check_in_parallel(
-    auditor: Auditor, checker: Checker, jobs: int, progress: Progress | None, *, start: int = 0
-) -> bool:
-    """Check the history from batch `start` on in `jobs` processes into `checker.report`; False
-    (nothing done) when a single walk is the better choice. `auditor` must not have walked yet.
-    `progress` is called with the diffs checked here and the number to check."""
+def check_in_parallel(auditor: Auditor, checker: Checker, jobs: int, progress: Progress | None) -> bool:
+    """Check the whole history in `jobs` processes into `checker.report`; False (nothing done)
+    when a single walk is the better choice. `auditor` must not have walked yet."""
     global _inherited
     batches = auditor.batches
-    total = sum(len(b.diffs) for b in batches[start:])
+    total = sum(len(b.diffs) for b in batches)
     if jobs < 2 or total < MIN_DIFFS or "fork" not in multiprocessing.get_all_start_methods():
         return False
-    ranges = [(a + start, b + start) for a, b in stretches(batches[start:], jobs)]
+    ranges = stretches(batches, jobs)
     if len(ranges) < 2:
         return False
     context = multiprocessing.get_context("fork")
@@ -105,8 +102,6 @@ def check_in_parallel(
 
             # the first stretch here, while the others run
             first, stop = ranges[0]
-            if first:
-                auditor.fast_forward(batches[:first])
             auditor.walk(checker.visit, checker.select, progress=walked, batches=batches[first:stop])
             checker.took(auditor.warnings, auditor.rebuilds)
             pending: set[Future[AuditReport]] = set(others)

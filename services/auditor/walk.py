@@ -8,34 +8,13 @@ diff, as the worker did, before the next one.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 from fleetplace.services.auditor.batches import DecisionBatch, group_batches
 from fleetplace.services.auditor.history import DecisionRecord, History
 from fleetplace.services.auditor.replay import SourceReplay, WatermarkBehind
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
-
-
-@contextmanager
-def collection_off() -> Iterator[None]:
-    """No cyclic GC during the walk (and in the processes it forks). The history is frozen out of
-    it (long-lived, and fork-friendly: collections would touch every page), and the walk leaves
-    no cyclic garbage — its state lives to the end, the rest is freed by reference counts — so
-    collections would only rescan the growing replay state (docs/performance.md#audit).
-    Whatever the walk might leave is collected once it is over."""
-    enabled = gc.isenabled()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        if enabled:
-            gc.enable()
-
 
 Progress = Callable[[int, int], None]
 """Called with (diffs done, diffs in the history)."""
