@@ -21,15 +21,24 @@ from fleetplace.shared.placement.plugins.steady import Steady
 Factory = Callable[[EngineOptions], Prioritizer | None]
 
 
+# A prioritizer keeps nothing between runs (what it derives lives in the fleet's memos), so one
+# instance of each serves every plan, and resolving a policy constructs none.
+_BALANCE = Balance()
+_STEADY = Steady()
+_CPU = ResourceAllocatable("cpu")
+_MEMORY = ResourceAllocatable("memory")
+_PREFER_NO_SELECT = PreferNoSelectPenalty()
+
+
 def _prefer_no_select(options: EngineOptions) -> Prioritizer | None:
-    return PreferNoSelectPenalty() if options.prefer_no_select == "penalize" else None
+    return _PREFER_NO_SELECT if options.prefer_no_select == "penalize" else None
 
 
 BUILT_IN: dict[str, Factory] = {
-    "Balance": lambda options: Balance(),
-    "Steady": lambda options: Steady(),
-    "ResourceAllocatableCPU": lambda options: ResourceAllocatable("cpu"),
-    "ResourceAllocatableMemory": lambda options: ResourceAllocatable("memory"),
+    "Balance": lambda options: _BALANCE,
+    "Steady": lambda options: _STEADY,
+    "ResourceAllocatableCPU": lambda options: _CPU,
+    "ResourceAllocatableMemory": lambda options: _MEMORY,
     "TaintToleration": _prefer_no_select,
 }
 
