@@ -9,6 +9,7 @@ extension OCM uses on outputs.
 from __future__ import annotations
 
 import base64
+import functools
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ H_RESOURCEVERSION = "ce_resourceversion"
 H_CONTENT_TYPE = "content-type"
 
 
+@functools.lru_cache(maxsize=1024)  # a batch writes one moment into each of its diffs
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with a `Z`; milliseconds, or microseconds when they are not whole milliseconds."""
     if moment.tzinfo is None:
