@@ -226,7 +226,10 @@ def test_every_random_scenario_gives_one_well_formed_line_the_same_each_time(doc
     assert all(entry["status"] == "TimeOut" for entry in line["clustersTimeOut"])
     recheck = line["recheckAfterSeconds"]
     assert recheck is None or recheck > 0
-    if doc["rolloutStrategy"]["type"] == "All":
+    named = [s["clusterName"] for s in doc["clusterStatuses"] if s["clusterName"]]
+    if doc["rolloutStrategy"]["type"] == "All" and len(named) == len(set(named)):
+        # its failure limit is the number of clusters: only a cluster listed twice, which is
+        # processed twice, can exceed it
         assert line["maxFailureBreach"] is False
     for entry in line["clustersToRollout"] + line["clustersTimeOut"] + line["clustersRemoved"]:
         for key in ("lastTransitionTime", "timeOutTime"):
@@ -251,3 +254,21 @@ def test_a_mandatory_group_past_a_gap_in_the_indices_is_still_rolled_out() -> No
     line = evaluate_scenario(doc)
     assert line["error"] is None
     assert [(e["clusterName"], e["status"]) for e in line["clustersToRollout"]] == [("a", "ToApply")]
+
+
+def test_all_breaches_only_when_a_cluster_is_listed_twice_and_fails_twice() -> None:
+    # found by the test above: All's failure limit is its number of clusters (1 here), but a
+    # status listed twice is processed twice, so one failing cluster counts two failures
+    doc = {
+        "name": "twice",
+        "now": "2022-01-01T00:00:00Z",
+        "rolloutStrategy": {"type": "All", "all": {}},
+        "decisionGroups": [{"groupName": "canary", "groupIndex": 0, "clusters": ["a"]}],
+        "clusterStatuses": [
+            {"clusterName": "a", "status": "TimeOut", "lastTransitionTime": None},
+            {"clusterName": "a", "status": "Failed", "lastTransitionTime": None},
+        ],
+    }
+    assert evaluate_scenario(doc)["maxFailureBreach"] is True
+    doc["clusterStatuses"] = doc["clusterStatuses"][1:]
+    assert evaluate_scenario(doc)["maxFailureBreach"] is False
