@@ -11,7 +11,6 @@ published decision is published.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import time
 from collections.abc import Iterable, Mapping
@@ -50,9 +49,6 @@ EVALUATION_SLICE = 500
 PREPARE_STEP_S = 0.02  # CEL work between two pauses (at least one cluster's verdict)
 PREPARE_PAUSE_S = 0.005
 CONSUME_STEP_S = 0.05  # records applied between two turns of the event loop
-# What a dead letter keeps of the original (base64 makes it 4/3 larger): well under 1 MiB in all.
-DEADLETTER_VALUE_BYTES = 256 * 1024
-DEADLETTER_KEY_BYTES = 16 * 1024
 # (young, middle, old) thresholds once the state is loaded: 6% less evaluation time than
 # Python's defaults (700, 10, 10) in the 10,000-placement fan-out after a cluster change
 GC_THRESHOLD = (20_000, 20, 20)
@@ -332,7 +328,7 @@ class SchedulerWorker:
             offset=record.offset,
             error=rejection.reason,
         )
-        return [self._dead_letter(record, rejection.reason)]
+        return [dead_letter(record, rejection.reason, topic=self.topics.deadletter, source=self.source)]
 
     def _own(self, topic: str, decoded: DecodedRecord) -> bool:
         """The worker's part of a decoded record, before the processor applies it: the clock is
@@ -360,37 +356,6 @@ class SchedulerWorker:
                 except ValueError:
                     return False
         return False
-
-    def _dead_letter(self, record: Record, reason: str) -> OutgoingRecord:
-        """The dead letter, with the original key and value cut to a size that can still be produced.
-
-        A dead letter carries the original bytes base64-encoded; for a record above the size limit that
-        is larger than the producer (and Kafka's default message.max.bytes) accepts, and a worker that
-        cannot send it would stop on the same record after every restart. The topic/partition/offset
-        in the letter still point at the whole original.
-        """
-        cut = []
-        key = record.key_bytes
-        if key is not None and len(key) > DEADLETTER_KEY_BYTES:
-            cut.append(f"key truncated to {DEADLETTER_KEY_BYTES} of {len(key)} bytes")
-            key = key[:DEADLETTER_KEY_BYTES]
-        value = record.value
-        if value is not None and len(value) > DEADLETTER_VALUE_BYTES:
-            cut.append(f"value truncated to {DEADLETTER_VALUE_BYTES} of {len(value)} bytes")
-            value = value[:DEADLETTER_VALUE_BYTES]
-        headers = record.headers
-        if sum(len(k) + len(v) for k, v in headers) > DEADLETTER_KEY_BYTES:
-            cut.append("headers dropped")
-            headers = ()
-        if cut:
-            reason = f"{reason} ({'; '.join(cut)} in this dead letter)"
-            record = dataclasses.replace(
-                record,
-                key=None if key is None else key.decode("utf-8", "surrogateescape"),
-                value=value,
-                headers=headers,
-            )
-        return dead_letter(record, reason, topic=self.topics.deadletter, source=self.source)
 
     def _inputs(self, reader: BroadcastReader) -> dict[str, int]:
         inputs = reader.watermark.inputs()

@@ -9,6 +9,7 @@ extension OCM uses on outputs.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import uuid
 from dataclasses import dataclass
@@ -232,8 +233,40 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+# What a dead letter keeps of the original (base64 makes it 4/3 larger): well under 1 MiB in all.
+DEADLETTER_VALUE_BYTES = 256 * 1024
+DEADLETTER_KEY_BYTES = 16 * 1024
+
+
 def dead_letter(
     record: Record, error: str, *, topic: str, source: str, time: datetime | None = None
 ) -> OutgoingRecord:
-    """Shorthand for `DeadLetter(record, error).to_record(topic=..., source=...)`."""
+    """`DeadLetter(record, error).to_record(topic=..., source=...)`, with the original key and
+    value cut to a size that can still be produced.
+
+    A dead letter carries the original bytes base64-encoded; for a record above the size limit
+    that is larger than the producer (and Kafka's default message.max.bytes) accepts, and a
+    worker that cannot send it would stop on the same record after every restart. The
+    topic/partition/offset in the letter still point at the whole original."""
+    cut = []
+    key = record.key_bytes
+    if key is not None and len(key) > DEADLETTER_KEY_BYTES:
+        cut.append(f"key truncated to {DEADLETTER_KEY_BYTES} of {len(key)} bytes")
+        key = key[:DEADLETTER_KEY_BYTES]
+    value = record.value
+    if value is not None and len(value) > DEADLETTER_VALUE_BYTES:
+        cut.append(f"value truncated to {DEADLETTER_VALUE_BYTES} of {len(value)} bytes")
+        value = value[:DEADLETTER_VALUE_BYTES]
+    headers = record.headers
+    if sum(len(k) + len(v) for k, v in headers) > DEADLETTER_KEY_BYTES:
+        cut.append("headers dropped")
+        headers = ()
+    if cut:
+        error = f"{error} ({'; '.join(cut)} in this dead letter)"
+        record = dataclasses.replace(
+            record,
+            key=None if key is None else key.decode("utf-8", "surrogateescape"),
+            value=value,
+            headers=headers,
+        )
     return DeadLetter(record, error).to_record(topic=topic, source=source, time=time)

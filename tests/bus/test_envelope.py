@@ -104,3 +104,16 @@ def test_dead_letter_of_invalid_utf8_key_and_tombstone_loses_nothing() -> None:
     body = orjson.loads(out.value)
     assert body["key"] is None and body["value_b64"] is None and body["key_b64"] == "wyg="
     assert DeadLetter.from_value(body).record.key_bytes == b"\xc3\x28"
+
+
+def test_a_dead_letter_of_an_oversized_record_keeps_its_start_and_says_what_was_cut() -> None:
+    from fleetplace.shared.bus.envelope import DEADLETTER_KEY_BYTES, DEADLETTER_VALUE_BYTES
+
+    big = Record("t", 3, 9, "k" * (DEADLETTER_KEY_BYTES + 1), b"v" * (DEADLETTER_VALUE_BYTES + 5), ())
+    out = dead_letter(big, "too big", topic="dlq", source="test")
+    assert out.value is not None and len(out.value) < 1024 * 1024
+    letter = DeadLetter.from_value(orjson.loads(out.value))
+    assert (letter.record.topic, letter.record.partition, letter.record.offset) == ("t", 3, 9)
+    assert letter.record.value == b"v" * DEADLETTER_VALUE_BYTES
+    assert "key truncated" in letter.error and "value truncated" in letter.error
+    assert letter.error.startswith("too big")
