@@ -113,6 +113,21 @@ def create_app(
     return app
 
 
+async def bind(
+    app: web.Application, host: str, port: int, *, shutdown_timeout: float = 60.0
+) -> web.AppRunner:
+    """Serve `app` on host:port (0: any free port) and return its runner, to clean up; when
+    binding fails nothing is left set up."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=shutdown_timeout)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port, reuse_address=True).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
+
+
 class HttpServer:
     """Serves `create_app(...)` on host:port (port 0 picks a free one; `port` then reports it).
 
@@ -177,18 +192,11 @@ class HttpServer:
 
     async def start(self) -> None:
         """Bind and serve; `HttpPortInUseError` when the port is taken (another worker, say)."""
-        runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
-        await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
-            await site.start()
+            runner = await bind(self.app, self.host, self._requested_port)
         except OSError as exc:
-            await runner.cleanup()
             if exc.errno == errno.EADDRINUSE:
                 raise HttpPortInUseError(self.host, self._requested_port) from None
-            raise
-        except BaseException:
-            await runner.cleanup()
             raise
         self._runner = runner
         self._port = int(runner.addresses[0][1])

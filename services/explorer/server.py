@@ -11,7 +11,7 @@ from aiohttp import web
 from fleetplace.services.explorer.app import Clock, create_app, wall_clock
 from fleetplace.services.explorer.source import follow
 from fleetplace.services.explorer.store import ExplorerStore
-from fleetplace.services.http import _is_loopback
+from fleetplace.services.http import _is_loopback, bind
 from fleetplace.shared.bus.codec import DecodeLimits
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.placement.options import EngineOptions
@@ -69,13 +69,9 @@ class Explorer:
         self._source = asyncio.create_task(
             follow(self.store, self.settings.kafka, Topics(self.settings.topic_prefix))
         )
-        runner = web.AppRunner(self.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True)
-            await site.start()
+            runner = await bind(self.app, self.host, self._requested_port, shutdown_timeout=1.0)
         except BaseException:
-            await runner.cleanup()
             await self.stop()
             raise
         self._runner = runner
