@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bisect
 import gc
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -41,8 +41,7 @@ INPUT_TOPICS = ("clusters", "taints", "scores", "clustersets", "clustersetbindin
 # The queue placer's inputs.
 QUEUE_INPUTS = (QUEUE_CONFIGS, APPLICATIONS)
 # The rollout worker's inputs, then its diff log.
-ROLLOUT_INPUTS = (PLACEMENT_DECISIONS, ROLLOUTS, ROLLOUT_STATUS)
-ROLLOUT_TOPICS = (*ROLLOUT_INPUTS, ROLLOUT_DECISIONS)
+ROLLOUT_TOPICS = (PLACEMENT_DECISIONS, ROLLOUTS, ROLLOUT_STATUS, ROLLOUT_DECISIONS)
 
 Progress = Callable[[int, int], None]
 """Called with (records read so far, records to read)."""
@@ -303,18 +302,32 @@ async def read_history(
     if all(statuses[t].state is not TopicState.MISSING for t in ROLLOUT_TOPICS):
         wanted += ROLLOUT_TOPICS  # rollouts, and what they were decided from
     history = History()
-    reader = BroadcastReader(kafka, topics.names(wanted), max_records=50_000)
+    await read_topics(kafka, topics, wanted, history, limits=limits, progress=progress)
+    return history
+
+
+async def read_topics(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    names: Sequence[str],
+    history: History,
+    *,
+    limits: DecodeLimits = DEFAULT_LIMITS,
+    progress: Progress | None = None,
+) -> None:
+    """Add every record of these topics (names without the prefix), from the beginning up to the
+    high watermarks measured at start, to `history`, and seal it."""
+    reader = BroadcastReader(kafka, topics.names(list(names)), max_records=50_000)
     await reader.start()
     try:
         ends = await true_end_offsets(kafka, reader.partitions)
-        history.ends = {(topics.unprefixed(t), p): n for (t, p), n in ends.items()}
+        history.ends.update({(topics.unprefixed(t), p): n for (t, p), n in ends.items()})
         await read_into(
             reader, history, ends, topics.prefix, limits, progress=progress, total=sum(ends.values())
         )
     finally:
         await reader.stop()
     history.seal()
-    return history
 
 
 async def read_into(

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from fleetplace.services.auditor.history import ROLLOUT_TOPICS, History, Progress, read_into
+from fleetplace.services.auditor.history import ROLLOUT_TOPICS, History, Progress, read_topics
 from fleetplace.services.rollout.core import (
     InvalidRecord,
     RolloutProcessor,
@@ -41,7 +41,7 @@ from fleetplace.shared.bus.codec import (
     decode_record,
 )
 from fleetplace.shared.bus.envelope import H_SOURCE
-from fleetplace.shared.bus.kafka import TP, BroadcastReader, parse_watermark_key, true_end_offsets
+from fleetplace.shared.bus.kafka import TP, parse_watermark_key
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import (
     PLACEMENT_DECISIONS,
@@ -90,17 +90,7 @@ async def read_rollout_topics(
     statuses = {s.spec.name: s for s in await describe_catalogue(kafka, topics)}
     if any(statuses[name].state is TopicState.MISSING for name in ROLLOUT_TOPICS):
         return False
-    reader = BroadcastReader(kafka, topics.names(list(ROLLOUT_TOPICS)), max_records=50_000)
-    await reader.start()
-    try:
-        ends = await true_end_offsets(kafka, reader.partitions)
-        history.ends.update({(topics.unprefixed(t), p): n for (t, p), n in ends.items()})
-        await read_into(
-            reader, history, ends, topics.prefix, limits, progress=progress, total=sum(ends.values())
-        )
-    finally:
-        await reader.stop()
-    history.seal()
+    await read_topics(kafka, topics, ROLLOUT_TOPICS, history, limits=limits, progress=progress)
     return True
 
 
