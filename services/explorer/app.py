@@ -147,7 +147,7 @@ def create_app(
 
     async def placement(request: web.Request) -> web.Response:
         key = key_of(request)
-        if key not in store.placement_keys():
+        if not store.knows(key):
             return html(
                 "Not found", "placements", pages.not_found(f"no placement {key}"), live=False, status=404
             )
@@ -158,7 +158,7 @@ def create_app(
         explanation = store.explanation(record) if record is not None else None
         result = explanation.result if explanation is not None else None
         verdicts = cluster_verdicts(result["explain"]) if result is not None else []
-        decided = store.decided().get(key, frozenset())
+        decided = store.decided_by(key)
         expiries = toleration_expiries(spec, fleet, decided, clock()) if spec is not None else []
         requeue = requeue_reason(latest, spec, fleet, expiries, addon_resync_s)
         body = pages.placement_page(
@@ -176,7 +176,7 @@ def create_app(
 
     async def api_placement(request: web.Request) -> web.Response:
         key = key_of(request)
-        if key not in store.placement_keys():
+        if not store.knows(key):
             return json({"error": f"no placement {key}"}, 404)
         latest = store.latest(key)
         return json(

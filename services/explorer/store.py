@@ -61,6 +61,7 @@ class ExplorerStore:
     def _add(self, records: Iterable[Record]) -> bool:
         history = self.history
         added = False
+        touched: set[str] = set()  # placements with a new diff
         for record in records:
             topic = record.topic[len(self.prefix) :] if record.topic.startswith(self.prefix) else record.topic
             added = True
@@ -72,13 +73,14 @@ class ExplorerStore:
             if len(history.decisions) > count:
                 diff = history.decisions[-1]
                 self._timeline.setdefault(diff.key, []).append(diff)
+                touched.add(diff.key)
             tp = (topic, record.partition)
             self._ends[tp] = max(self._ends.get(tp, 0), record.offset + 1)
         if not added:
             return False
         history.seal()
-        for diffs in self._timeline.values():
-            diffs.sort(key=lambda d: (d.seq, d.partition, d.offset))
+        for key in touched:
+            self._timeline[key].sort(key=lambda d: (d.seq, d.partition, d.offset))
         self._now.advance(dict(self._ends))
         self.version += 1
         self._changed.set()
@@ -113,6 +115,10 @@ class ExplorerStore:
         """Every placement that exists now or has a decision history."""
         return sorted(set(self.fleet.placements) | set(self._timeline))
 
+    def knows(self, key: str) -> bool:
+        """Whether the placement exists now or has a decision history."""
+        return key in self.fleet.placements or key in self._timeline
+
     def timeline(self, key: str) -> list[DecisionRecord]:
         """The placement's diffs in seq order."""
         return self._timeline.get(key, [])
@@ -123,11 +129,14 @@ class ExplorerStore:
 
     def decided(self) -> Mapping[str, frozenset[str]]:
         """Placement -> the clusters of its latest decision (none once deleted)."""
-        out: dict[str, frozenset[str]] = {}
-        for key, diffs in self._timeline.items():
-            last = diffs[-1]
-            out[key] = frozenset() if last.deleted else frozenset(last.value.get("decisions") or ())
-        return out
+        return {key: self.decided_by(key) for key in self._timeline}
+
+    def decided_by(self, key: str) -> frozenset[str]:
+        """The clusters of the placement's latest decision (none once deleted, or before any)."""
+        last = self.latest(key)
+        if last is None or last.deleted:
+            return frozenset()
+        return frozenset(last.value.get("decisions") or ())
 
     def groups(self, key: str) -> list[Mapping[str, Any]] | None:
         """The placement's decision groups now; None when it has no decision (or was deleted)."""
