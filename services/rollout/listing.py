@@ -13,9 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fleetplace.shared.rollout import RolloutStatus
+
 # (list, state field): the lists of the rollout function, in the order they are shown
 LISTS = (("rollout", "clustersToRollout"), ("timeout", "clustersTimeOut"), ("removed", "clustersRemoved"))
-STATUSES = ("ToApply", "Progressing", "Succeeded", "Failed", "TimeOut", "Skip")
+STATUSES = tuple(s.value for s in RolloutStatus)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,11 +97,6 @@ def listed_lines(placement: Mapping[str, Any]) -> list[ClusterLine]:
     """The clusters one placementRef of a state lists: to roll out, timed out, removed."""
     name = str(placement["name"])
     return [_line(name, listed, e) for listed, field in LISTS for e in placement.get(field) or ()]
-
-
-def state_lines(state: Mapping[str, Any]) -> list[ClusterLine]:
-    """Every cluster the state lists, placement by placement."""
-    return [line for p in state.get("placements") or () for line in listed_lines(p)]
 
 
 def placement_lines(

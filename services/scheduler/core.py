@@ -438,8 +438,6 @@ class SchedulerProcessor:
                 self.mark(key, trigger)
 
     def _dirty_for_set(self, set_name: str, trigger: Trigger, change: ClusterChange | None = None) -> None:
-        if not self.fan_out:
-            return
         for ns in sorted(self._bindings_by_set.get(set_name, ())):
             self._dirty_for_binding(ns, set_name, trigger, change)
 

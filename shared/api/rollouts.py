@@ -8,7 +8,7 @@ cluster. docs/rollouts.md describes both.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -33,8 +33,8 @@ __all__ = [
 API_VERSION = "fleetplace.dev/v1alpha1"
 
 # What a deployer may report; ToApply and TimeOut are the rollout's own words, never reported.
-REPORTED_STATUSES = ("Progressing", "Succeeded", "Failed", "Skip")
 ReportedStatus = Literal["Progressing", "Succeeded", "Failed", "Skip"]
+REPORTED_STATUSES: tuple[str, ...] = get_args(ReportedStatus)
 
 
 class PlacementRef(_Model):
