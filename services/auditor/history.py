@@ -198,6 +198,8 @@ class History:
     _at: dict[tuple[int, int], DecisionRecord] = field(default_factory=dict)
     _by_seq: dict[tuple[str, int], DecisionRecord] | None = None
     _batch_fields: BatchFields = field(default_factory=BatchFields)
+    _unsealed: set[TP] = field(default_factory=set)  # partitions added to since the last seal
+    _sealed_decisions: int = 0  # how many decisions the last seal sorted
 
     def __repr__(self) -> str:
         # not the records: asyncio.run formats the repr of its main task, result included, when
@@ -235,15 +237,22 @@ class History:
         elif topic == APP_PLACEMENTS:
             self.app_placements.append(record)
             return
-        self.partitions.setdefault((topic, record.partition), []).append(record)
+        tp = (topic, record.partition)
+        self.partitions.setdefault(tp, []).append(record)
+        self._unsealed.add(tp)
 
     def seal(self) -> None:
-        """Sort what was added; call once after the last `add`."""
-        for tp, records in self.partitions.items():
+        """Sort what was added since the last seal; call it after the last `add` (the explorer,
+        which keeps adding, calls it after each batch: only the partitions that grew are sorted)."""
+        for tp in self._unsealed:
+            records = self.partitions[tp]
             records.sort(key=lambda r: r.offset)
             self._offsets[tp] = [r.offset for r in records]
-        self.decisions.sort(key=lambda d: (d.partition, d.offset))
-        self._by_seq = None
+        self._unsealed.clear()
+        if len(self.decisions) != self._sealed_decisions:
+            self.decisions.sort(key=lambda d: (d.partition, d.offset))
+            self._sealed_decisions = len(self.decisions)
+            self._by_seq = None
 
     # ---- lookups -------------------------------------------------------------------------
     def records(self, tp: TP) -> list[Record]:
