@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,12 @@ topic_prefix = topic_prefix_fixture()
 async def topics(broker: str, topic_prefix: str) -> Topics:
     created, _ = await create_topics(broker, topic_prefix)
     return created
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A free port on 127.0.0.1, held by a listening socket for the test."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import urllib.error
+import urllib.request
 from typing import Any
 
 
@@ -16,3 +18,14 @@ def stop_process(proc: subprocess.Popen[Any], timeout: float = 20.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def readyz(port: int) -> int | None:
+    """The status /readyz of a worker on 127.0.0.1:`port` answers (None: nothing answers)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except OSError:
+        return None

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
@@ -24,15 +22,6 @@ def _worker(
         text=True,
         timeout=timeout,
     )
-
-
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    """A free port on 127.0.0.1, held by a listening socket for the test."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize("kind", ["scheduler", "queues"])

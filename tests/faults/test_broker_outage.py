@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,21 +23,12 @@ from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.testing import create_topics
 from tests.faults.processes import MotoS3, WorkerProcess
+from tests.proc import readyz
 from tests.scheduler.harness import TOPIC_OF, base_fleet, cluster, key_of, placement
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 STORAGE = "s3://tansu/"
-
-
-def readyz(port: int) -> int | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except OSError:
-        return None
 
 
 def wait_until(check: Callable[[], bool], timeout: float, what: str) -> float:

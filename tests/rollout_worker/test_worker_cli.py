@@ -5,19 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 
 from fleetplace.shared.bus.broker import EmbeddedBroker, free_port
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.testing import create_topics
+from tests.proc import readyz
 from tests.rollout_worker.harness import running, settings_for
 
 pytestmark = pytest.mark.integration
@@ -35,16 +34,6 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("FLEETPLACE_", "KAFKA_"))}
 
 
-def _readyz(port: int) -> int | None:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-    except OSError:
-        return None
-
-
 def _broker_connected(port: int) -> float:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as response:
         text = response.read().decode()
@@ -54,20 +43,11 @@ def _broker_connected(port: int) -> float:
 
 async def _wait_for_readyz(port: int, status: int, timeout: float) -> float:
     started = time.monotonic()
-    while await asyncio.to_thread(_readyz, port) != status:
+    while await asyncio.to_thread(readyz, port) != status:
         if time.monotonic() - started > timeout:
             raise AssertionError(f"/readyz never answered {status} within {timeout} s")
         await asyncio.sleep(0.1)
     return time.monotonic() - started
-
-
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    """A free port on 127.0.0.1, held by a listening socket for the test."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield int(sock.getsockname()[1])
 
 
 def test_a_rollout_worker_on_a_taken_port_names_the_port_and_exits_2(
