@@ -89,7 +89,7 @@ def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns 
     placement = processor.fleet.placements.get(key)
     trigger = Trigger("audit", key)  # neither the trigger nor the inputs are compared
     if placement is None:
-        return Recomputed(DecisionDiff.decided(processor.deletion_diff(key, now, trigger, {}).to_value()))
+        return Recomputed(processor.deletion_diff(key, now, trigger, {}).decided_value())
     signature: tuple[Any, ...] | None = None
     if shared is not None:
         last = processor.published.get(key)
@@ -106,7 +106,7 @@ def recompute(replay: SourceReplay, key: str, now: datetime, shared: SharedRuns 
             )
     result = processor.engine.evaluate(key, now)
     assert result is not None
-    value = DecisionDiff.decided(processor.decision_diff(key, result, now, trigger, {}).to_value())
+    value = processor.decision_diff(key, result, now, trigger, {}).decided_value()
     recomputed = Recomputed(value, result, placement, result.skipped)
     if shared is not None and signature is not None:
         # the diff only: a sharer that mismatches is explained from its own run

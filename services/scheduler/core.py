@@ -622,11 +622,14 @@ class SchedulerProcessor:
         groups, status = form if form is not None else self._published_form(key, result)
         decisions = result.decisions
         old = set(last.decisions) if last is not None and not last.deleted else set()
+        new = set(decisions)
         # the scores of the selected clusters and of those added or removed
-        scores = result.scores_of(set(decisions) | old)
+        scores = result.scores_of(new | old)
         return self._diff(
             key,
             last,
+            old,
+            new,
             decisions,
             groups,
             scores,
@@ -643,9 +646,9 @@ class SchedulerProcessor:
         self, key: str, now: datetime, trigger: Trigger, inputs: Mapping[str, int]
     ) -> DecisionDiff:
         """The diff that says the placement `key` is gone."""
-        return self._diff(
-            key, self.published.get(key), (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True
-        )
+        last = self.published.get(key)
+        old = set(last.decisions) if last is not None and not last.deleted else set()
+        return self._diff(key, last, old, set(), (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True)
 
     def _published_form(
         self, key: str, result: ScheduleResult
@@ -670,6 +673,8 @@ class SchedulerProcessor:
     def _diff(
         key: str,
         last: Published | None,
+        old: set[str],  # the clusters of the decision in force
+        new: set[str],  # and of this one
         decisions: tuple[str, ...],
         groups: tuple[tuple[str, int, tuple[str, ...]], ...],
         scores: Mapping[str, int],
@@ -683,19 +688,17 @@ class SchedulerProcessor:
         deleted: bool = False,
         sort_by_score: bool = False,
     ) -> DecisionDiff:
-        old = last.decisions if last is not None and not last.deleted else ()
-        old_set, new_set = set(old), set(decisions)
         return DecisionDiff(
             placement=key,
             seq=(last.seq + 1) if last is not None else 1,
             evaluated_at=format_time(now),
             trigger=trigger,
             generation=generation,
-            added=tuple(sorted(new_set - old_set)),
-            removed=tuple(sorted(old_set - new_set)),
+            added=tuple(sorted(new - old)),
+            removed=tuple(sorted(old - new)),
             decisions=tuple(decisions),
             groups=tuple(DecisionGroup(n, i, c) for n, i, c in groups),
-            scores=dict(sorted(scores.items())),
+            scores=scores,
             status=status,
             next_requeue_at=format_time(next_requeue) if next_requeue is not None else None,
             inputs=inputs,

@@ -104,7 +104,8 @@ class DecisionDiff:
     removed: tuple[str, ...] = ()
     decisions: tuple[str, ...] = ()  # every selected cluster, in PlacementDecision page order
     groups: tuple[DecisionGroup, ...] = ()
-    scores: Mapping[str, int] = field(default_factory=dict)  # the selected, added and removed clusters'
+    # the selected, added and removed clusters' (in any order: `to_value` writes them by name)
+    scores: Mapping[str, int] = field(default_factory=dict)
     status: Mapping[str, Any] = field(default_factory=dict)
     next_requeue_at: str | None = None
     inputs: Mapping[str, int] = field(default_factory=dict)
@@ -129,7 +130,7 @@ class DecisionDiff:
             "removed": list(self.removed),
             "decisions": list(self.decisions),
             "groups": [g.to_value() for g in self.groups],
-            "scores": dict(self.scores),
+            "scores": dict(sorted(self.scores.items())),
             "status": dict(self.status),
             "nextRequeueAt": self.next_requeue_at,
             "inputs": dict(self.inputs),
@@ -163,7 +164,7 @@ class DecisionDiff:
                 raise InvalidDecisionDiff("trigger must be {kind, key}")
             trigger = DecisionTrigger(kind, key)
         groups = value.get("groups") or ()
-        if not isinstance(groups, list | tuple):
+        if not isinstance(groups, (list, tuple)):
             raise InvalidDecisionDiff("groups must be a list")
         read_groups = []
         for g in groups:
@@ -215,6 +216,20 @@ class DecisionDiff:
             "Score" if sort_by is not None else None,
             _integer(value.get("schemaVersion", SCHEMA_VERSION), "schemaVersion"),
         )
+
+    def decided_value(self) -> dict[str, Any]:
+        """`decided(self.to_value())`, without writing the fields nobody compares."""
+        return {
+            "deleted": self.deleted,
+            "generation": self.generation,
+            "decisions": list(self.decisions),
+            "groups": [g.to_value() for g in self.groups],
+            "status": self.status,
+            "scores": self.scores,
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "sortBy": self.sort_by,
+        }
 
     @classmethod
     def decided(cls, value: Mapping[str, Any]) -> dict[str, Any]:

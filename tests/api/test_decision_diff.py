@@ -58,6 +58,17 @@ def test_a_written_diff_reads_back_equal_through_json(diff: DecisionDiff) -> Non
     assert DecisionDiff.from_value(value).to_value() == value
 
 
+@settings(max_examples=200, deadline=None)
+@given(diffs(), st.randoms(use_true_random=False))
+def test_the_decided_fields_of_a_diff_are_those_of_its_record(diff: DecisionDiff, rng: Any) -> None:
+    items = list(diff.scores.items())
+    rng.shuffle(items)
+    diff.scores = dict(items)  # built in any order: written by cluster name
+    written = diff.to_value()
+    assert list(written["scores"]) == sorted(diff.scores)
+    assert diff.decided_value() == DecisionDiff.decided(orjson.loads(orjson.dumps(written)))
+
+
 def test_the_written_fields_are_those_the_asyncapi_schema_describes() -> None:
     written = DecisionDiff(
         "ns/a", 1, "2026-01-01T00:00:00Z", DecisionTrigger("cluster", "c1"), deleted=True, sort_by="Score"
