@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from fleetplace.shared.api.ocm import GroupStrategy, Placement
 from fleetplace.shared.placement.fleet import ClusterInfo
-from fleetplace.shared.placement.reads import Reads
+from fleetplace.shared.placement.reads import NOTHING, Reads
 from fleetplace.shared.placement.selectors import (
     EVERYTHING,
     CompiledSelector,
@@ -180,4 +180,6 @@ def group_reads(placement: Placement) -> Reads:
             labels.update(e.key for e in sel.label_selector.match_expressions)
         if sel.claim_selector is not None:
             claims.update(e.key for e in sel.claim_selector.match_expressions)
+    if not labels and not claims:
+        return NOTHING
     return Reads(label_keys=frozenset(labels), claim_keys=frozenset(claims))

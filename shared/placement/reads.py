@@ -27,7 +27,23 @@ class Reads:
     # placement (it would ping-pong), but a run that reads them is not repeatable without them
     other_decisions: bool = False
 
+    def covers(self, other: Reads) -> bool:
+        """Whether everything `other` reads is read here too."""
+        return (
+            other.label_keys <= self.label_keys
+            and other.claim_keys <= self.claim_keys
+            and other.resources <= self.resources
+            and other.addon_resources <= self.addon_resources
+            and (self.cel or not other.cel)
+            and (self.other_decisions or not other.other_decisions)
+        )
+
     def __or__(self, other: Reads) -> Reads:
+        # a placement's plugins mostly read nothing, or what another of them reads: no new value
+        if self.covers(other):
+            return self
+        if other.covers(self):
+            return other
         return Reads(
             self.label_keys | other.label_keys,
             self.claim_keys | other.claim_keys,

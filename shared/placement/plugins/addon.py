@@ -31,10 +31,7 @@ class AddOnScore:
         self.resource = resource
         self.score_name = score_name
         self.name = f"AddOn/{resource}/{score_name}"
-
-    @property
-    def reads(self) -> Reads:
-        return Reads(addon_resources=frozenset({self.resource}))
+        self.reads = Reads(addon_resources=frozenset({resource}))
 
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
         col = ctx.fleet.score_column(self.resource, self.score_name)

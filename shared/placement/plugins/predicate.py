@@ -24,7 +24,7 @@ from fleetplace.shared.placement.framework import (
     ScheduleContext,
     Status,
 )
-from fleetplace.shared.placement.reads import Reads
+from fleetplace.shared.placement.reads import NOTHING, Reads
 from fleetplace.shared.placement.selectors import (
     EVERYTHING,
     CompiledSelector,
@@ -241,6 +241,8 @@ class PredicateFilter:
                 claims.update(e.key for e in sel.claim_selector.match_expressions)
             if sel.cel_selector is not None and sel.cel_selector.cel_expressions:
                 cel = True
+        if not labels and not claims and not cel:
+            return NOTHING
         return Reads(label_keys=frozenset(labels), claim_keys=frozenset(claims), cel=cel)
 
     def requeue(self, ctx: ScheduleContext, slots: IntArray, decided: Iterable[str]) -> Requeue | None:

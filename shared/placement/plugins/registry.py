@@ -8,6 +8,7 @@ Adding a prioritizer is one module in this folder and one entry here.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from fleetplace.shared.placement.framework import Prioritizer
@@ -49,6 +50,8 @@ def built_in(name: str, options: EngineOptions) -> Prioritizer | None:
     return None if factory is None else factory(options)
 
 
+@functools.lru_cache(maxsize=1024)
 def addon(resource: str, score_name: str) -> Prioritizer:
-    """The prioritizer of an AddOn score coordinate."""
+    """The prioritizer of an AddOn score coordinate (one instance per coordinate, like the
+    built-ins; a few coordinates are in use at a time)."""
     return AddOnScore(resource, score_name)

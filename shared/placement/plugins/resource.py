@@ -26,10 +26,7 @@ class ResourceAllocatable:
     def __init__(self, resource: str) -> None:
         self.resource = resource
         self.name = "ResourceAllocatableCPU" if resource == "cpu" else "ResourceAllocatableMemory"
-
-    @property
-    def reads(self) -> Reads:
-        return Reads(resources=frozenset({self.resource}))
+        self.reads = Reads(resources=frozenset({resource}))
 
     def score(self, ctx: ScheduleContext, slots: IntArray) -> ScoreResult:
         fleet = ctx.fleet

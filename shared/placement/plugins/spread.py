@@ -25,7 +25,7 @@ import numpy.typing as npt
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement.fleet import Fleet, SharedTable
 from fleetplace.shared.placement.framework import IntArray
-from fleetplace.shared.placement.reads import Reads
+from fleetplace.shared.placement.reads import NOTHING, Reads
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +63,8 @@ def spread_reads(placement: Placement) -> Reads:
     claims: set[str] = set()
     for term in placement.spec.spread_policy.spread_constraints:
         (claims if term.topology_key_type == "Claim" else labels).add(term.topology_key)
+    if not labels and not claims:
+        return NOTHING
     return Reads(label_keys=frozenset(labels), claim_keys=frozenset(claims))
 
 
