@@ -52,11 +52,11 @@ DECIDED: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DecisionTrigger:
     """What made the scheduler evaluate the placement: `kind` (one of TRIGGER_KINDS; consumers
     must accept kinds they do not know) and the key of the record (or the placement, for
-    timers) behind it."""
+    timers) behind it. Read-only by convention, like DecisionDiff."""
 
     kind: str
     key: str

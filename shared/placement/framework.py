@@ -195,7 +195,7 @@ class SharedScores(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PlacementIndependent:
     """The shared form of a prioritizer whose scores do not depend on the placement at all (the
     same for every placement with these candidates): its base is its scores."""

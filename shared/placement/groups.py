@@ -26,18 +26,20 @@ from fleetplace.shared.placement.selectors import (
 PAGE_SIZE = 100
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DecisionGroupResult:
-    """One decision group of a run."""
+    """One decision group of a run (read-only by convention, see `Page`)."""
 
     name: str
     index: int
     clusters: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Page:
-    """One PlacementDecision's worth of a group."""
+    """One PlacementDecision's worth of a group. Read-only by convention, not frozen: a frozen
+    dataclass sets each field through `object.__setattr__`, which made building one cost twice
+    as much, and every run builds its groups and pages."""
 
     name: str  # <placement>-decision-<k>
     group_name: str

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fleetplace.shared.placement.fleet import ClusterInfo
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reads:
     """Cluster fields a decision can depend on, beyond set membership, terminating and taints."""
 
@@ -57,7 +57,7 @@ class Reads:
 NOTHING = Reads()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ClusterChange:
     """What changed in one cluster, in the terms of `Reads`."""
 

@@ -34,7 +34,7 @@ EMPTY = np.zeros(0, dtype=np.int64)  # no clusters (read-only: shared by every r
 EMPTY.setflags(write=False)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Plan:
     """A placement's weighted prioritizers, and their shared forms when every one has one."""
 

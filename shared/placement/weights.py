@@ -16,7 +16,7 @@ from fleetplace.shared.placement.plugins import registry
 from fleetplace.shared.placement.reads import NOTHING, Reads
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Weighted:
     prioritizer: Prioritizer
     weight: int
