@@ -14,7 +14,7 @@ scheduling fills memos but never changes the state; `forget_derived` drops them 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -58,11 +58,13 @@ class SharedTable(Generic[T]):
         self._entries: dict[Hashable, tuple[Hashable, T]] = {}
         self._limit = limit
 
-    def get(self, key: Hashable, stamp: Hashable, make: Callable[[], T]) -> T:
+    def find(self, key: Hashable, stamp: Hashable) -> T | None:
+        """The value kept under `key` if it was derived at `stamp`, else None (compute it and
+        `keep` it)."""
         hit = self._entries.get(key)
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-        value = make()
+        return hit[1] if hit is not None and hit[0] == stamp else None
+
+    def keep(self, key: Hashable, stamp: Hashable, value: T) -> T:
         if len(self._entries) >= self._limit:
             self._entries.clear()
         self._entries[key] = (stamp, value)

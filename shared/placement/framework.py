@@ -237,4 +237,6 @@ def independent_score(prioritizer: Prioritizer, ctx: ScheduleContext, slots: Int
     fleet = ctx.fleet
     stamp = (fleet.version, fleet.score_version, ctx.now_ts)
     kept = fleet.memo(_IndependentScores).scores
-    return kept.get((ctx.lineage, prioritizer.name), stamp, lambda: prioritizer.score(ctx, slots))
+    key = (ctx.lineage, prioritizer.name)
+    found = kept.find(key, stamp)
+    return found if found is not None else kept.keep(key, stamp, prioritizer.score(ctx, slots))

@@ -217,7 +217,10 @@ class PredicateFilter:
             return FilterResult(survivors(), lineage=None)
         lineage = (ctx.lineage, NAME, keys)
         kept = fleet.memo(_PredicateMemo).survivors
-        return FilterResult(kept.get(lineage, fleet.version, survivors), lineage=lineage)
+        found = kept.find(lineage, fleet.version)
+        if found is None:
+            found = kept.keep(lineage, fleet.version, survivors())
+        return FilterResult(found, lineage=lineage)
 
     def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
         if not ctx.placement.spec.predicates:

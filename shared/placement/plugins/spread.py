@@ -136,7 +136,9 @@ def _layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm], lineage:
     if lineage is None:
         return _new_layout(fleet, slots, terms)
     kept = fleet.memo(_SpreadMemo).layouts
-    return kept.get((lineage, tuple(terms)), fleet.version, lambda: _new_layout(fleet, slots, terms))
+    key = (lineage, tuple(terms))
+    found = kept.find(key, fleet.version)
+    return found if found is not None else kept.keep(key, fleet.version, _new_layout(fleet, slots, terms))
 
 
 def _new_layout(fleet: Fleet, slots: IntArray, terms: Sequence[SpreadTerm]) -> Layout:

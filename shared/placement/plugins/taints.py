@@ -8,7 +8,7 @@ the decided clusters is when the placement must run again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -134,32 +134,41 @@ def _any_tainted(ctx: ScheduleContext, slots: IntArray) -> bool:
     if ctx.lineage is None:
         return bool(fleet.tainted[slots].any())
     kept = fleet.memo(_TaintMemo).any_tainted
-    return kept.get(ctx.lineage, fleet.version, lambda: bool(fleet.tainted[slots].any()))
+    found = kept.find(ctx.lineage, fleet.version)
+    if found is not None:
+        return found
+    return kept.keep(ctx.lineage, fleet.version, bool(fleet.tainted[slots].any()))
+
+
+def _judge(
+    ctx: ScheduleContext, slots: IntArray, tolerations: Sequence[Toleration]
+) -> tuple[BoolArray, IntArray]:
+    """Which of `slots` a placement with these tolerations keeps, for clusters it has not
+    decided, and those candidates (read-only: shared)."""
+    fleet = ctx.fleet
+    keep = np.ones(len(slots), dtype=np.bool_)
+    for i in fleet.tainted[slots].nonzero()[0].tolist():
+        info = fleet.clusters[fleet.name_of(int(slots[i]))]
+        keep[i] = cluster_tolerated(info, False, tolerations, ctx.now)[0]
+    keep.setflags(write=False)
+    survivors = slots[keep]
+    survivors.setflags(write=False)  # shared: nobody may write into it
+    return keep, survivors
 
 
 def _verdicts(
-    ctx: ScheduleContext, slots: IntArray, tolerations: Sequence[Toleration]
+    ctx: ScheduleContext, slots: IntArray, tolerations: Sequence[Toleration], tolerations_key: Hashable
 ) -> tuple[BoolArray, IntArray]:
-    """Which candidates a placement with these tolerations keeps, for clusters it has not
-    decided, and those candidates. Every placement with the same tolerations (most have none)
-    gets the same answer while the fleet and `now` stay, so it is worked out once per candidate
-    array (and the survivors are one array, which what is computed from them can share)."""
-    fleet = ctx.fleet
-
-    def judge() -> tuple[BoolArray, IntArray]:
-        keep = np.ones(len(slots), dtype=np.bool_)
-        for i in fleet.tainted[slots].nonzero()[0].tolist():
-            info = fleet.clusters[fleet.name_of(int(slots[i]))]
-            keep[i] = cluster_tolerated(info, False, tolerations, ctx.now)[0]
-        keep.setflags(write=False)
-        survivors = slots[keep]
-        survivors.setflags(write=False)  # shared: nobody may write into it
-        return keep, survivors
-
+    """`_judge`, once per candidate array: every placement with the same tolerations (most have
+    none) gets the same answer while the fleet and `now` stay (and the survivors are one array,
+    which what is computed from them can share)."""
     if ctx.lineage is None:
-        return judge()
-    key = (ctx.lineage, _tolerations_key(tolerations))
-    return fleet.memo(_TaintMemo).verdicts.get(key, (fleet.version, ctx.now_ts), judge)
+        return _judge(ctx, slots, tolerations)
+    kept = ctx.fleet.memo(_TaintMemo).verdicts
+    key = (ctx.lineage, tolerations_key)
+    stamp = (ctx.fleet.version, ctx.now_ts)
+    found = kept.find(key, stamp)
+    return found if found is not None else kept.keep(key, stamp, _judge(ctx, slots, tolerations))
 
 
 def _tolerations_key(tolerations: Sequence[Toleration]) -> tuple[tuple[object, ...], ...]:
@@ -179,7 +188,8 @@ class TaintTolerationFilter:
         fleet = ctx.fleet
         if not _any_tainted(ctx, slots):
             return FilterResult(slots)
-        keep, survivors = _verdicts(ctx, slots, tolerations)
+        tolerations_key = _tolerations_key(tolerations)
+        keep, survivors = _verdicts(ctx, slots, tolerations, tolerations_key)
         # NoSelectIfNew spares the clusters this placement already decided: its own tainted
         # candidates are judged as such (a few at most)
         own_tainted = [
@@ -191,7 +201,7 @@ class TaintTolerationFilter:
             lineage = (
                 None
                 if ctx.lineage is None
-                else (ctx.lineage, NAME, _tolerations_key(tolerations), ctx.now_ts)  # expiries move with now
+                else (ctx.lineage, NAME, tolerations_key, ctx.now_ts)  # expiries move with now
             )
             return FilterResult(survivors, lineage=lineage)
         keep = keep.copy()
