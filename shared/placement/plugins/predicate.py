@@ -184,6 +184,16 @@ def warm_predicates(fleet: Fleet, placement: Placement, slots: IntArray, deadlin
     return True
 
 
+def _survivors(fleet: Fleet, preds: Sequence[CompiledPredicate], slots: IntArray) -> IntArray:
+    """The candidates some predicate keeps (read-only: shared)."""
+    keep = np.zeros(len(slots), dtype=np.bool_)
+    for pred in preds:
+        keep |= _verdicts(fleet, pred, slots)[slots] == 1
+    out = slots[keep]
+    out.setflags(write=False)  # shared: nobody may write into it
+    return out
+
+
 class PredicateFilter:
     name = NAME
 
@@ -203,23 +213,13 @@ class PredicateFilter:
         # the survivors of the same predicates from the same candidates are one array while the
         # fleet stays: placements sharing predicates then share what is computed from it later
         fleet = ctx.fleet
-        keys = tuple(p.key for p in preds)
-
-        def survivors() -> IntArray:
-            keep = np.zeros(len(slots), dtype=np.bool_)
-            for pred in preds:
-                keep |= _verdicts(fleet, pred, slots)[slots] == 1
-            out = slots[keep]
-            out.setflags(write=False)  # shared: nobody may write into it
-            return out
-
         if ctx.lineage is None:
-            return FilterResult(survivors(), lineage=None)
-        lineage = (ctx.lineage, NAME, keys)
+            return FilterResult(_survivors(fleet, preds, slots), lineage=None)
+        lineage = (ctx.lineage, NAME, tuple(p.key for p in preds))
         kept = fleet.memo(_PredicateMemo).survivors
         found = kept.find(lineage, fleet.version)
         if found is None:
-            found = kept.keep(lineage, fleet.version, survivors())
+            found = kept.keep(lineage, fleet.version, _survivors(fleet, preds, slots))
         return FilterResult(found, lineage=lineage)
 
     def reason(self, ctx: ScheduleContext, cluster: str) -> str | None:
