@@ -123,6 +123,11 @@ class Published:
         return cls.of(DecisionDiff.from_value(value))
 
 
+def _in_force(last: Published | None) -> set[str]:
+    """The clusters of the decision in force (none before the first, or once deleted)."""
+    return set(last.decisions) if last is not None and not last.deleted else set()
+
+
 _TIMESTAMPS: dict[str, float] = {}  # evaluatedAt -> POSIX time: every diff of a batch has the same
 
 
@@ -621,7 +626,7 @@ class SchedulerProcessor:
         placement = self.fleet.placements[key]
         groups, status = form if form is not None else self._published_form(key, result)
         decisions = result.decisions
-        old = set(last.decisions) if last is not None and not last.deleted else set()
+        old = _in_force(last)
         new = set(decisions)
         # the scores of the selected clusters and of those added or removed
         scores = result.scores_of(new | old)
@@ -647,8 +652,9 @@ class SchedulerProcessor:
     ) -> DecisionDiff:
         """The diff that says the placement `key` is gone."""
         last = self.published.get(key)
-        old = set(last.decisions) if last is not None and not last.deleted else set()
-        return self._diff(key, last, old, set(), (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True)
+        return self._diff(
+            key, last, _in_force(last), set(), (), (), {}, {}, now, trigger, inputs, None, 0, deleted=True
+        )
 
     def _published_form(
         self, key: str, result: ScheduleResult
