@@ -32,7 +32,7 @@ H_RESOURCEVERSION = "ce_resourceversion"
 H_CONTENT_TYPE = "content-type"
 
 
-@functools.lru_cache(maxsize=1024)  # a batch writes one moment into each of its diffs
+@functools.lru_cache(maxsize=1024)  # a batch writes one moment into each of its records
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with a `Z`; milliseconds, or microseconds when they are not whole milliseconds."""
     if moment.tzinfo is None:
