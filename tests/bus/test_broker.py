@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -28,14 +27,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-@pytest.fixture
-def occupied_port() -> Iterator[int]:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield int(sock.getsockname()[1])
-
-
 def test_start_serves_kafka_on_loopback_and_stop_ends_the_process() -> None:
     broker = EmbeddedBroker().start()
     try:
@@ -52,19 +43,19 @@ def test_start_serves_kafka_on_loopback_and_stop_ends_the_process() -> None:
     assert broker.stop() is None  # idempotent
 
 
-def test_requested_port_in_use_is_detected_despite_exit_status_zero(occupied_port: int) -> None:
-    with pytest.raises(BrokerPortInUseError, match=str(occupied_port)):
-        EmbeddedBroker(port=occupied_port).start()
+def test_requested_port_in_use_is_detected_despite_exit_status_zero(taken_port: int) -> None:
+    with pytest.raises(BrokerPortInUseError, match=str(taken_port)):
+        EmbeddedBroker(port=taken_port).start()
 
 
 def test_a_picked_port_taken_meanwhile_is_retried_on_another(
-    occupied_port: int, monkeypatch: pytest.MonkeyPatch
+    taken_port: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real_free_port = broker_module.free_port
-    picks = iter([occupied_port])
+    picks = iter([taken_port])
     monkeypatch.setattr(broker_module, "free_port", lambda host: next(picks, None) or real_free_port(host))
     with EmbeddedBroker() as broker:
-        assert broker.port != occupied_port
+        assert broker.port != taken_port
 
 
 async def test_async_context_serves_clients(topic_prefix: str) -> None:
