@@ -2,8 +2,12 @@
 
 Reaching the 1,000,000 cost limit takes a sizeable fraction of a second per cluster in Python. The
 worker does those verdicts ahead of the evaluation in short steps (`SchedulerProcessor.prepare`),
-so while it works through them its event loop keeps turning: `/healthz` answers promptly (and so
+so while it works through them its event loop keeps turning: `/healthz` answers in between (and so
 do the group heartbeats), and the placement is then decided as OCM decides it (no cluster matches).
+
+What is measured is the loop turning, not a time: how often `/healthz` answered while the CEL work
+went on, and the longest stall as a share of that work. A loaded machine slows the verdicts and the
+answers alike; a worker that did the work in one go answers once and stalls for all of it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from tests.scheduler.harness import Bus, base_fleet, cluster, placement, running
 pytestmark = pytest.mark.integration
 
 CLUSTERS = 12
-MAX_HEALTHZ_S = 0.5
+MIN_ANSWERS = CLUSTERS // 2  # each step does at least one cluster's verdict, then pauses
+MAX_STALL_SHARE = 0.5  # the longest stall, as a share of the whole CEL work
 
 
 async def test_expensive_cel_leaves_the_worker_responsive(broker: str, topics: Topics) -> None:
@@ -49,7 +54,8 @@ async def test_expensive_cel_leaves_the_worker_responsive(broker: str, topics: T
         gaps = [b - a for a, b in itertools.pairwise(answered)]
         decision = bus.latest()["ns1/hostile"]
         assert decision["decisions"] == []  # over the cost limit: no cluster matches
-        # the CEL work was long enough to have blocked the loop for well over the bound ...
-        assert took > 2 * MAX_HEALTHZ_S, f"the CEL work took only {took:.2f} s: the test proves nothing"
-        # ... yet the worker answered all along
-        assert gaps and max(gaps) < MAX_HEALTHZ_S, f"the loop stood still {max(gaps, default=0):.2f} s"
+        # the loop turned again and again while the verdicts were worked through ...
+        assert len(answered) >= MIN_ANSWERS, f"/healthz answered {len(answered)} times in {took:.2f} s"
+        # ... and never stood still for a large part of that work
+        stall = max(gaps, default=took)
+        assert stall < MAX_STALL_SHARE * took, f"the loop stood still {stall:.2f} s of {took:.2f} s"
