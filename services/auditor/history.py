@@ -37,7 +37,15 @@ from fleetplace.shared.bus.topics import (
 from fleetplace.shared.settings import KafkaSettings
 
 # The scheduler's inputs, as its processor names them (topic names without the prefix).
-INPUT_TOPICS = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "placements")
+INPUT_TOPICS = (
+    "clusters",
+    "cluster-profiles",
+    "taints",
+    "scores",
+    "clustersets",
+    "clustersetbindings",
+    "placements",
+)
 # The queue placer's inputs.
 QUEUE_INPUTS = (QUEUE_CONFIGS, APPLICATIONS)
 # The rollout worker's inputs, then its diff log.

@@ -37,8 +37,11 @@ from fleetplace.services.commands.output import (
 from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from fleetplace.services.scheduler.ingest import ingest
 from fleetplace.shared.api.admission import read_object
+from fleetplace.shared.api.cluster_profiles import ClusterProfile
+from fleetplace.shared.api.cluster_sources import fold_cluster_sources
+from fleetplace.shared.api.objects import Document as ObjectDocument
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, documents_of
-from fleetplace.shared.api.ocm import OcmObject, PlacementDecision
+from fleetplace.shared.api.ocm import ClusterTaints, OcmObject, PlacementDecision
 from fleetplace.shared.api.rollouts import Rollout
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, encode_json
 from fleetplace.shared.bus.publish import ROUTES, Document, PublishInputError, plan_document
@@ -88,7 +91,7 @@ def _objects(
     """Parse documents as written, or (admission) as an API server would store them.
 
     Every bad document is named, one per line, in one InputError."""
-    out = []
+    read: list[tuple[ObjectDocument, Mapping[str, Any]]] = []
     problems = []
     for where, doc in docs:
         try:
@@ -101,10 +104,15 @@ def _objects(
                 f"{where}: a Rollout is no input of placement simulate (`fleetplace rollout simulate`)"
             )
             continue
-        out.append((obj, doc))
+        read.append((obj, doc))
     if problems:
         raise InputError("\n".join(problems))
-    return out
+    # ClusterProfiles and ClusterTaints become the ManagedClusters the engine sees
+    return [
+        (obj, doc)
+        for obj, doc in fold_cluster_sources(read)
+        if not isinstance(obj, ClusterProfile | ClusterTaints | Rollout)
+    ]
 
 
 def _is_scenario(doc: Any) -> bool:

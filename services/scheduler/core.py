@@ -22,6 +22,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
+from fleetplace.shared.api.cluster_profiles import ClusterProfile, chosen_document, managed_cluster_document
+from fleetplace.shared.api.cluster_sources import merged_taints
 from fleetplace.shared.api.decisions import SCHEMA_VERSION, DecisionDiff, DecisionGroup, DecisionTrigger
 from fleetplace.shared.api.objects import ObjectError, parse_object
 from fleetplace.shared.api.ocm import (
@@ -43,6 +45,7 @@ from fleetplace.shared.placement.scheduler import reads_of
 # topic (without prefix) -> the kind its values must be
 STATE_TOPICS: dict[str, str] = {
     "clusters": "ManagedCluster",
+    "cluster-profiles": "ClusterProfile",
     "scores": "AddOnPlacementScore",
     "clustersets": "ManagedClusterSet",
     "clustersetbindings": "ManagedClusterSetBinding",
@@ -220,7 +223,10 @@ class SchedulerProcessor:
         self.engine = PlacementEngine(options=self.options.engine)
         self.fleet = self.engine.fleet
         self.published: dict[str, Published] = {}
-        self._raw_clusters: dict[str, dict[str, Any]] = {}
+        # the document each cluster is read from (`cluster_profiles.chosen_document`), and its sources
+        self._raw_clusters: dict[str, Mapping[str, Any]] = {}
+        self._managed: dict[str, dict[str, Any]] = {}  # name -> admitted ManagedCluster
+        self._profiles: dict[str, dict[str, dict[str, Any]]] = {}  # name -> namespace -> document
         self._topic_taints: dict[str, TopicTaints] = {}
         self._bindings_by_set: dict[str, set[str]] = {}  # set name -> namespaces binding it
         self._by_namespace: dict[str, set[str]] = {}
@@ -264,7 +270,7 @@ class SchedulerProcessor:
         meta = obj.metadata
         expected = (
             f"{meta.namespace}/{meta.name}"
-            if topic in ("scores", "clustersetbindings", "placements")
+            if topic in ("scores", "clustersetbindings", "placements", "cluster-profiles")
             else meta.name
         )
         if key != expected:
@@ -284,10 +290,12 @@ class SchedulerProcessor:
             return
         obj, admitted = self._parse(topic, key, value)
         if isinstance(obj, ManagedCluster):
-            old = self.fleet.clusters.get(key)
-            self._raw_clusters[key] = admitted
-            self._refresh_cluster(key, obj)
-            self._dirty_for_cluster(key, old, "cluster")
+            self._managed[key] = admitted
+            self._refresh_source(key, obj)
+        elif isinstance(obj, ClusterProfile):
+            meta = obj.metadata
+            self._profiles.setdefault(meta.name, {})[meta.namespace] = managed_cluster_document(obj)
+            self._refresh_source(meta.name)
         elif isinstance(obj, AddOnPlacementScore):
             self.fleet.upsert_score(obj)
             self._dirty_for_score(obj.metadata.namespace, obj.metadata.name)
@@ -305,11 +313,15 @@ class SchedulerProcessor:
 
     def _delete_state(self, topic: str, key: str) -> None:
         if topic == "clusters":
-            old = self.fleet.clusters.get(key)
-            self._raw_clusters.pop(key, None)
-            self.fleet.delete_cluster(key)
-            if old is not None:
-                self._dirty_for_cluster(key, old, "cluster")
+            if self._managed.pop(key, None) is not None:
+                self._refresh_source(key)
+        elif topic == "cluster-profiles":
+            ns, name = self._split(key)
+            profiles = self._profiles.get(name)
+            if profiles is not None and profiles.pop(ns, None) is not None:
+                if not profiles:
+                    del self._profiles[name]
+                self._refresh_source(name)
         elif topic == "scores":
             ns, name = self._split(key)
             self.fleet.delete_score(ns, name)
@@ -344,6 +356,22 @@ class SchedulerProcessor:
             self._refresh_cluster(key)
             self._dirty_for_cluster(key, before, "taint")
 
+    def _refresh_source(self, name: str, parsed: ManagedCluster | None = None) -> None:
+        """The cluster `name` read again from the source that stands for it (a ManagedCluster, else
+        its profile: `chosen_document`), after one of its sources changed. `parsed`: the
+        ManagedCluster just applied, already parsed."""
+        old = self.fleet.clusters.get(name)
+        managed = self._managed.get(name)
+        chosen = chosen_document(managed, self._profiles.get(name, {}))
+        if chosen is None:
+            self._raw_clusters.pop(name, None)
+            self.fleet.delete_cluster(name)
+        else:
+            self._raw_clusters[name] = chosen
+            self._refresh_cluster(name, parsed if chosen is managed else None)
+        if old is not None or chosen is not None:
+            self._dirty_for_cluster(name, old, "cluster")
+
     def _refresh_cluster(self, name: str, parsed: ManagedCluster | None = None) -> None:
         """Effective taints = spec.taints ∪ the taints topic; the topic wins on key+effect (design).
         `parsed`: the stored object already parsed, used as it is when the topic adds no taints."""
@@ -355,12 +383,7 @@ class SchedulerProcessor:
         merged: ManagedCluster | None = None
         if topic is not None and topic.taints:
             spec = dict(raw.get("spec") or {})
-            own = [
-                t
-                for t in spec.get("taints") or []
-                if (t.get("key", ""), t.get("effect", "")) not in topic.keys
-            ]
-            spec["taints"] = own + [dict(doc) for doc in topic.docs]
+            spec["taints"] = merged_taints(spec.get("taints"), topic.docs, topic.keys)
             raw = {**raw, "spec": spec}
             if parsed is not None:
                 # only the spec differs from the object parsed from the record: parse that alone

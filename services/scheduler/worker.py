@@ -43,7 +43,15 @@ from fleetplace.shared.settings import Settings
 
 log = get_logger("fleetplace.scheduler")
 
-BROADCAST = ("clusters", "taints", "scores", "clustersets", "clustersetbindings", "decisions")
+BROADCAST = (
+    "clusters",
+    "cluster-profiles",
+    "taints",
+    "scores",
+    "clustersets",
+    "clustersetbindings",
+    "decisions",
+)
 # Placements evaluated between two turns of the event loop: about 0.1-0.2 s of engine time.
 EVALUATION_SLICE = 500
 PREPARE_STEP_S = 0.02  # CEL work between two pauses (at least one cluster's verdict)

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from fleetplace.shared.api.cluster_profiles import profile_problems
 from fleetplace.shared.api.fields import API_VERSIONS, unknown_fields
 from fleetplace.shared.api.objects import Document, ObjectError, Validation, Warn, object_ref, parse_object
 
@@ -135,6 +136,8 @@ def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
                     problems.append((f"status.clusterClaims[{i}].name", "length must be 1..253"))
                 if not 1 <= len(str(c.get("value", ""))) <= 1024:
                     problems.append((f"status.clusterClaims[{i}].value", "length must be 1..1024"))
+    elif kind == "ClusterProfile":
+        problems.extend(profile_problems(doc))
     elif kind == "ManagedClusterSet":
         st = (_obj(spec.get("clusterSelector")) or {}).get("selectorType")
         if st not in ("ExclusiveClusterSetLabel", "LabelSelector"):

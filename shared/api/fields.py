@@ -20,6 +20,8 @@ from typing import Any, Union
 
 from pydantic import BaseModel
 
+from fleetplace.shared.api.cluster_profiles import API_VERSIONS as PROFILE_API_VERSIONS
+from fleetplace.shared.api.cluster_profiles import ClusterProfile, ClusterProfileStatus
 from fleetplace.shared.api.ocm import (
     GROUP,
     TAINTS_API_VERSION,
@@ -49,6 +51,7 @@ API_VERSIONS: dict[str, tuple[str, ...]] = {
     "PlacementDecision": (f"{GROUP}/v1beta1",),
     "AddOnPlacementScore": (f"{GROUP}/v1alpha1",),
     "ClusterTaints": (TAINTS_API_VERSION,),
+    "ClusterProfile": PROFILE_API_VERSIONS,
     "Rollout": (ROLLOUT_API_VERSION,),
 }
 
@@ -67,6 +70,8 @@ _UNREAD: dict[type[BaseModel], frozenset[str]] = {
     ManagedClusterSpec: frozenset({"managedClusterClientConfigs", "leaseDurationSeconds"}),
     ManagedClusterStatus: frozenset({"conditions", "version", "managedNamespaces"}),
     AddOnPlacementScoreStatus: frozenset({"conditions"}),
+    # how to reach a cluster (v1alpha1 credentialProviders, v1alpha2 accessProviders)
+    ClusterProfileStatus: frozenset({"credentialProviders", "accessProviders"}),
     # kinds whose status scheduling does not read at all
     Placement: frozenset({"status"}),
     ManagedClusterSet: frozenset({"status"}),
@@ -143,6 +148,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "PlacementDecision": PlacementDecision,
     "AddOnPlacementScore": AddOnPlacementScore,
     "ClusterTaints": ClusterTaints,
+    "ClusterProfile": ClusterProfile,
     "Rollout": Rollout,
 }
 

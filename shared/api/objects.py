@@ -12,8 +12,10 @@ import yaml
 from pydantic import ValidationError
 
 from fleetplace.shared.api._yaml_loader import Loader as _Loader
+from fleetplace.shared.api.cluster_profiles import ClusterProfile
 from fleetplace.shared.api.ocm import (
     AddOnPlacementScore,
+    ClusterTaints,
     ManagedCluster,
     ManagedClusterSet,
     ManagedClusterSetBinding,
@@ -23,8 +25,9 @@ from fleetplace.shared.api.ocm import (
 )
 from fleetplace.shared.api.rollouts import Rollout
 
-# Every kind a document may be: OCM's objects and fleetplace's own Rollout.
-Document = OcmObject | Rollout
+# Every kind a document may be: OCM's objects, SIG-Multicluster's ClusterProfile and fleetplace's
+# own ClusterTaints and Rollout.
+Document = OcmObject | ClusterProfile | ClusterTaints | Rollout
 
 __all__ = [
     "KINDS",
@@ -44,6 +47,8 @@ KINDS: dict[str, type[Document]] = {
     "Placement": Placement,
     "PlacementDecision": PlacementDecision,
     "AddOnPlacementScore": AddOnPlacementScore,
+    "ClusterProfile": ClusterProfile,
+    "ClusterTaints": ClusterTaints,
     "Rollout": Rollout,
 }
 

@@ -30,6 +30,7 @@ from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.bus.topics import (
     APPLICATIONS,
+    CLUSTER_PROFILES,
     CLUSTERS,
     CLUSTERSETBINDINGS,
     CLUSTERSETS,
@@ -140,6 +141,7 @@ class Route:
 # One entry per publishable kind.
 ROUTES: dict[str, Route] = {
     "ManagedCluster": Route(CLUSTERS, False, _ocm_object),
+    "ClusterProfile": Route(CLUSTER_PROFILES, True, _ocm_object),
     "AddOnPlacementScore": Route(SCORES, True, _ocm_object),
     "ManagedClusterSet": Route(CLUSTERSETS, False, _ocm_object),
     "ManagedClusterSetBinding": Route(CLUSTERSETBINDINGS, True, _ocm_object),

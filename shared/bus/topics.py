@@ -83,6 +83,7 @@ def _spec(
 
 
 CLUSTERS = "clusters"
+CLUSTER_PROFILES = "cluster-profiles"
 TAINTS = "taints"
 SCORES = "scores"
 CLUSTERSETS = "clustersets"
@@ -90,6 +91,7 @@ CLUSTERSETBINDINGS = "clustersetbindings"
 PLACEMENTS = "placements"
 DECISIONS = "decisions"
 PLACEMENT_DECISIONS = "placement-decisions"
+SIGMC_PLACEMENT_DECISIONS = "sigmc-placement-decisions"
 QUEUE_CONFIGS = "queue-configs"
 APPLICATIONS = "applications"
 APP_PLACEMENTS = "app-placements"
@@ -104,6 +106,8 @@ _W = DEFAULT_WORK_PARTITIONS
 # Broadcast state topics are read whole by every worker, so a few partitions are plenty.
 CATALOGUE: tuple[TopicSpec, ...] = (
     _spec(CLUSTERS, TopicKind.STATE, "cluster name", 3, compacted=True),
+    # SIG-Multicluster ClusterProfiles: a cluster source beside `clusters` (docs/cluster-inventory.md)
+    _spec(CLUSTER_PROFILES, TopicKind.STATE, "<namespace>/<name>", 3, compacted=True),
     _spec(TAINTS, TopicKind.STATE, "cluster name", 3, compacted=True),
     _spec(SCORES, TopicKind.STATE, "<cluster namespace>/<name>", 6, compacted=True),
     _spec(CLUSTERSETS, TopicKind.STATE, "set name", 1, compacted=True),
@@ -135,6 +139,16 @@ CATALOGUE: tuple[TopicSpec, ...] = (
         _W,
         compacted=True,
         copartition_group="placement",
+        partitioned=True,
+    ),
+    # The decision as SIG-Multicluster PlacementDecision slices, one record per slice; a slice no
+    # longer needed gets a tombstone. Keyed by slice, so not co-partitioned with `placements`.
+    _spec(
+        SIGMC_PLACEMENT_DECISIONS,
+        TopicKind.OUTPUT,
+        "<namespace>/<slice name>",
+        _W,
+        compacted=True,
         partitioned=True,
     ),
     _spec(QUEUE_CONFIGS, TopicKind.STATE, "partition name", 1, compacted=True),
@@ -216,6 +230,10 @@ class Topics:
         return self.prefix + CLUSTERS
 
     @property
+    def cluster_profiles(self) -> str:
+        return self.prefix + CLUSTER_PROFILES
+
+    @property
     def taints(self) -> str:
         return self.prefix + TAINTS
 
@@ -242,6 +260,10 @@ class Topics:
     @property
     def placement_decisions(self) -> str:
         return self.prefix + PLACEMENT_DECISIONS
+
+    @property
+    def sigmc_placement_decisions(self) -> str:
+        return self.prefix + SIGMC_PLACEMENT_DECISIONS
 
     @property
     def queue_configs(self) -> str:

@@ -23,6 +23,7 @@ from fleetplace.shared.bus.topics import (
 
 DESIGN_TABLE = {
     "clusters": TopicKind.STATE,
+    "cluster-profiles": TopicKind.STATE,
     "taints": TopicKind.STATE,
     "scores": TopicKind.STATE,
     "clustersets": TopicKind.STATE,
@@ -30,6 +31,7 @@ DESIGN_TABLE = {
     "placements": TopicKind.STATE,
     "decisions": TopicKind.OUTPUT,
     "placement-decisions": TopicKind.OUTPUT,
+    "sigmc-placement-decisions": TopicKind.OUTPUT,
     "queue-configs": TopicKind.STATE,
     "applications": TopicKind.EVENTS,
     "app-placements": TopicKind.OUTPUT,
