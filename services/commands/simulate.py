@@ -13,8 +13,8 @@ unless it says `"admission": true`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,11 +38,12 @@ from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProces
 from fleetplace.services.scheduler.ingest import ingest
 from fleetplace.shared.api.admission import read_object
 from fleetplace.shared.api.cluster_profiles import ClusterProfile
-from fleetplace.shared.api.cluster_sources import fold_cluster_sources
+from fleetplace.shared.api.cluster_sources import fold_cluster_sources, profile_namespaces
 from fleetplace.shared.api.objects import Document as ObjectDocument
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, documents_of
 from fleetplace.shared.api.ocm import ClusterTaints, OcmObject, PlacementDecision
 from fleetplace.shared.api.rollouts import Rollout
+from fleetplace.shared.api.sigmc import slices
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, encode_json
 from fleetplace.shared.bus.publish import ROUTES, Document, PublishInputError, plan_document
 from fleetplace.shared.bus.records import Record
@@ -51,8 +52,10 @@ from fleetplace.shared.placement import Fleet, apply_object, schedule
 from fleetplace.shared.placement.engine import delete_object
 from fleetplace.shared.placement.explain import result_json
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
+from fleetplace.shared.placement.reasons import decision_reasons
 
 _TIME = TypeAdapter(datetime)
+SIGMC_OUTPUT = "sig-mc"
 
 
 class InputError(Exception):
@@ -67,6 +70,8 @@ class Scenario:
     placement: str | None
     objects: list[tuple[OcmObject, Mapping[str, Any]]]
     raw: Mapping[str, Any] | None = None
+    # cluster -> the namespace of the ClusterProfile it was read from (the others: ManagedClusters)
+    profile_namespaces: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def expect(self) -> Mapping[str, Any] | None:
@@ -87,8 +92,9 @@ def _objects(
     admission: bool = False,
     validation: Validation = Validation.IGNORE,
     warn: Warn | None = None,
-) -> list[tuple[OcmObject, Mapping[str, Any]]]:
-    """Parse documents as written, or (admission) as an API server would store them.
+) -> tuple[list[tuple[OcmObject, Mapping[str, Any]]], dict[str, str]]:
+    """Parse documents as written, or (admission) as an API server would store them; with the
+    namespaces of the profiles clusters were read from (`profile_namespaces`).
 
     Every bad document is named, one per line, in one InputError."""
     read: list[tuple[ObjectDocument, Mapping[str, Any]]] = []
@@ -108,11 +114,12 @@ def _objects(
     if problems:
         raise InputError("\n".join(problems))
     # ClusterProfiles and ClusterTaints become the ManagedClusters the engine sees
-    return [
+    objects = [
         (obj, doc)
         for obj, doc in fold_cluster_sources(read)
         if not isinstance(obj, ClusterProfile | ClusterTaints | Rollout)
     ]
+    return objects, profile_namespaces(read)
 
 
 def _is_scenario(doc: Any) -> bool:
@@ -142,14 +149,8 @@ def _scenario(
     if placement is not None and (not isinstance(placement, str) or placement.count("/") != 1):
         raise InputError(f"{where}: placement: expected 'namespace/name', got {placement!r}")
     docs = [(f"{where}: objects[{i}]", o) for i, o in enumerate(objs)]
-    return Scenario(
-        where,
-        name if isinstance(name, str) else None,
-        now,
-        placement,
-        _objects(docs, admission, validation, warn),
-        doc,
-    )
+    objects, namespaces = _objects(docs, admission, validation, warn)
+    return Scenario(where, name if isinstance(name, str) else None, now, placement, objects, doc, namespaces)
 
 
 def scenarios_of(
@@ -163,13 +164,10 @@ def scenarios_of(
     for entry in _entries(text, where, admission, validation, warn):
         if isinstance(entry, list):
             try:
-                yield Scenario(
-                    where,
-                    None,
-                    None,
-                    None,
-                    _objects(entry, admission is True, validation or Validation.IGNORE, warn),
+                objects, namespaces = _objects(
+                    entry, admission is True, validation or Validation.IGNORE, warn
                 )
+                yield Scenario(where, None, None, None, objects, None, namespaces)
             except InputError as e:
                 yield e
         else:
@@ -225,13 +223,10 @@ def load_scenarios(
     if pool_at is not None:
         where = ", ".join(pool_files)
         try:
-            entries[pool_at] = Scenario(
-                where,
-                None,
-                None,
-                None,
-                _objects(pooled, admission is not False, validation or Validation.STRICT, warn),
+            objects, namespaces = _objects(
+                pooled, admission is not False, validation or Validation.STRICT, warn
             )
+            entries[pool_at] = Scenario(where, None, None, None, objects, None, namespaces)
         except InputError as e:
             entries[pool_at] = e
     return entries
@@ -279,8 +274,14 @@ def _paths(paths: Sequence[str]) -> Iterator[tuple[str, str]]:
 
 
 def run_scenario(
-    sc: Scenario, only: str | None, default_now: datetime, options: EngineOptions = DEFAULT_OPTIONS
+    sc: Scenario,
+    only: str | None,
+    default_now: datetime,
+    options: EngineOptions = DEFAULT_OPTIONS,
+    sigmc: SigmcRefs | None = None,
 ) -> list[dict[str, Any]]:
+    """One line per evaluated placement; with `sigmc`, each line also holds the decision as
+    SIG-Multicluster PlacementDecision slices (`sigmc`), with every decision's reason."""
     fleet = Fleet()
     for obj, raw in sc.objects:
         apply_object(fleet, obj, raw)
@@ -298,8 +299,25 @@ def run_scenario(
     for key in keys:
         placement = fleet.placements[key]
         result = schedule(placement, fleet, now, options=options)
-        out.append(result_json(result, sc.name, placement, fleet, now))
+        line = result_json(result, sc.name, placement, fleet, now)
+        if sigmc is not None:
+            groups = [(g["groupName"], g["groupIndex"], g["clusters"]) for g in line["decisionGroups"]]
+            resolve = sigmc.resolver(placement.metadata.namespace, sc.profile_namespaces)
+            line["sigmc"] = slices(key, groups, decision_reasons(result, placement, fleet), resolve)
+        out.append(line)
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class SigmcRefs:
+    """Where SIG-MC decisions reference the ClusterProfile of a cluster: the namespace of the
+    profile it was read from; for a ManagedCluster, `cluster_namespace` (empty: the placement's)."""
+
+    cluster_namespace: str = ""
+
+    def resolver(self, placement_namespace: str, profiles: Mapping[str, str]) -> Callable[[str], str]:
+        default = self.cluster_namespace or placement_namespace
+        return lambda cluster: profiles.get(cluster, default)
 
 
 def _delete_ref(item: Any, where: str) -> tuple[str, str, str]:
@@ -564,9 +582,23 @@ def register(app: typer.Typer) -> None:
         output: Annotated[
             str,
             typer.Option(
-                "--output", "-o", metavar="json|yaml|table", help="JSON Lines, YAML documents, or tables."
+                "--output",
+                "-o",
+                metavar="json|yaml|table|sig-mc",
+                help="JSON Lines, YAML documents, tables, or sig-mc: the decisions as SIG-Multicluster "
+                "PlacementDecision slices (a YAML List for kubectl apply).",
             ),
         ] = "json",
+        cluster_namespace: Annotated[
+            str,
+            typer.Option(
+                "--cluster-namespace",
+                metavar="NS",
+                help="With -o sig-mc: the namespace of the ClusterProfiles that ManagedClusters are "
+                "referenced by  [default: the placement's namespace]",
+                show_default=False,
+            ),
+        ] = "",
         admission: Annotated[
             bool | None,
             typer.Option(
@@ -594,7 +626,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        out = parse_output(output)
+        sigmc = SigmcRefs(cluster_namespace) if output == SIGMC_OUTPUT else None
+        out = Output.JSON if sigmc is not None else parse_output(output)
+        if sigmc is not None and sequence is not None:
+            typer.echo("error: --output sig-mc: not with --sequence", err=True)
+            raise typer.Exit(2)
         if prefer_no_select not in ("ignore", "penalize"):
             typer.echo(
                 f"error: --prefer-no-select: expected ignore or penalize, got {prefer_no_select!r}", err=True
@@ -613,6 +649,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
         failed = mismatched = False
+        sigmc_items: list[dict[str, Any]] = []
         if sequence is not None:
             _sequences(sequence, out, admission is not False, engine_options)
             return
@@ -638,7 +675,7 @@ def register(app: typer.Typer) -> None:
             try:
                 if isinstance(sc, InputError):
                     raise sc
-                lines = run_scenario(sc, placement, default_now, engine_options)
+                lines = run_scenario(sc, placement, default_now, engine_options, sigmc)
             except InputError as e:
                 failed = True
                 typer.echo(f"error: {e}", err=True)
@@ -656,7 +693,12 @@ def register(app: typer.Typer) -> None:
                             + "; ".join(differences),
                             err=True,
                         )
-                _emit(line, out)
+                if sigmc is not None:
+                    sigmc_items.extend(line.get("sigmc", []))
+                else:
+                    _emit(line, out)
+        if sigmc is not None:
+            write_yaml({"apiVersion": "v1", "kind": "List", "items": sigmc_items})
         sys.stdout.flush()
         if failed:
             raise typer.Exit(2)

@@ -17,7 +17,7 @@ from fleetplace.shared.api.cluster_profiles import ClusterProfile, chosen_docume
 from fleetplace.shared.api.objects import Document, parse_object
 from fleetplace.shared.api.ocm import ClusterTaints, ManagedCluster
 
-__all__ = ["fold_cluster_sources", "merged_taints", "taint_keys"]
+__all__ = ["fold_cluster_sources", "merged_taints", "profile_namespaces", "taint_keys"]
 
 
 def taint_keys(taints: Iterable[Mapping[str, Any]]) -> frozenset[tuple[str, str]]:
@@ -86,4 +86,17 @@ def fold_cluster_sources(
             doc = {**doc, "spec": spec}
         cluster = parse_object(doc, f"clusters/{name}")
         out.append((cluster, doc))
+    return out
+
+
+def profile_namespaces(items: Sequence[tuple[Document, Mapping[str, Any]]]) -> dict[str, str]:
+    """cluster name -> the namespace of the ClusterProfile that stands for it (by the rule of
+    `chosen_document`), for the clusters that no ManagedCluster describes."""
+    managed = {obj.metadata.name for obj, _ in items if isinstance(obj, ManagedCluster)}
+    out: dict[str, str] = {}
+    for obj, _ in items:
+        if isinstance(obj, ClusterProfile) and obj.metadata.name not in managed:
+            name, ns = obj.metadata.name, obj.metadata.namespace
+            if name not in out or ns < out[name]:
+                out[name] = ns
     return out

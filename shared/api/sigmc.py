@@ -1,0 +1,160 @@
+"""A decision as SIG-Multicluster `PlacementDecision` slices (KEP-5313, `multicluster.x-k8s.io/v1alpha1`).
+
+Following the EndpointSlice convention the KEP adopts, one decision fans out to slices of at most
+100 `decisions[]`, each `{clusterProfileRef, reason}`. Every slice of one placement carries the
+same `multicluster.x-k8s.io/decision-key` label and its place in the placement's order as
+`multicluster.x-k8s.io/decision-index` (0, 1, ...). The slices follow the decision groups in
+order and split each into pages of 100, as OCM pages its own PlacementDecisions, and keep OCM's
+placement and decision-group labels, so a consumer of either format sees the same grouping.
+A slice is named `<placement>-<index>` in the placement's namespace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fleetplace.shared.api.ocm import (
+    DECISION_GROUP_INDEX_LABEL,
+    DECISION_GROUP_NAME_LABEL,
+    PLACEMENT_LABEL,
+    ObjectMeta,
+)
+
+__all__ = [
+    "API_VERSION",
+    "DECISION_INDEX_LABEL",
+    "DECISION_KEY_LABEL",
+    "MAX_DECISIONS",
+    "SCHEDULER_NAME",
+    "SEQ_ANNOTATION",
+    "SigmcPlacementDecision",
+    "decision_key",
+    "slice_count",
+    "slice_names",
+    "slices",
+]
+
+API_VERSION = "multicluster.x-k8s.io/v1alpha1"
+PROFILE_API_VERSION = "multicluster.x-k8s.io/v1alpha1"
+DECISION_KEY_LABEL = "multicluster.x-k8s.io/decision-key"
+DECISION_INDEX_LABEL = "multicluster.x-k8s.io/decision-index"
+MAX_DECISIONS = 100  # the CRD's maxItems
+SCHEDULER_NAME = "fleetplace"
+# the decision (its `seq` on the decisions topic) a slice was written for: what `audit` checks it against
+SEQ_ANNOTATION = "fleetplace.dev/decision-seq"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ClusterProfileRef(_Strict):
+    """A `corev1.ObjectReference` to the chosen ClusterProfile."""
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    namespace: str
+    name: str = Field(min_length=1)
+
+
+class SigmcClusterDecision(_Strict):
+    cluster_profile_ref: ClusterProfileRef = Field(alias="clusterProfileRef")
+    reason: str = ""
+
+
+class SigmcPlacementDecision(_Strict):
+    """One slice, as the upstream CRD defines it: `decisions` required, at most 100."""
+
+    api_version: str = Field(alias="apiVersion")
+    kind: str
+    metadata: ObjectMeta
+    decisions: list[SigmcClusterDecision] = Field(max_length=MAX_DECISIONS)
+    scheduler_name: str = Field(default="", alias="schedulerName")
+
+
+Groups = Sequence[tuple[str, int, Sequence[str]]]  # (group name, group index, clusters in order)
+
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def decision_key(placement_name: str) -> str:
+    """The decision-key label value: the placement's name where it is a valid label value (at most
+    63 characters), else its first 52 characters and a digest of the whole, still unique."""
+    if len(placement_name) <= 63 and _LABEL_VALUE.match(placement_name):
+        return placement_name
+    digest = hashlib.sha256(placement_name.encode()).hexdigest()[:10]
+    head = re.sub(r"[^-A-Za-z0-9_.]", "-", placement_name[:52]).strip("-_.") or "placement"
+    return f"{head}-{digest}"
+
+
+def _pages(groups: Groups) -> list[tuple[str, int, Sequence[str]]]:
+    out: list[tuple[str, int, Sequence[str]]] = []
+    for name, index, clusters in groups:
+        chunks = [clusters[i : i + MAX_DECISIONS] for i in range(0, len(clusters), MAX_DECISIONS)]
+        out.extend((name, index, chunk) for chunk in chunks or [()])
+    return out
+
+
+def slice_count(groups: Groups) -> int:
+    return len(_pages(groups))
+
+
+def slice_names(placement_name: str, count: int) -> list[str]:
+    return [f"{placement_name}-{i}" for i in range(count)]
+
+
+def slices(
+    placement_key: str,
+    groups: Groups,
+    reasons: Mapping[str, str],
+    profile_namespace: Callable[[str], str],
+    seq: int | None = None,
+) -> list[dict[str, Any]]:
+    """The slices of one decision. `profile_namespace(cluster)`: the namespace of the
+    ClusterProfile a decision references; `seq`: the decision's seq on the decisions topic."""
+    namespace, _, name = placement_key.partition("/")
+    key = decision_key(name)
+    out: list[dict[str, Any]] = []
+    for index, (group_name, group_index, clusters) in enumerate(_pages(groups)):
+        metadata: dict[str, Any] = {
+            "name": f"{name}-{index}",
+            "namespace": namespace,
+            "labels": {
+                DECISION_KEY_LABEL: key,
+                DECISION_INDEX_LABEL: str(index),
+                PLACEMENT_LABEL: name,
+                DECISION_GROUP_NAME_LABEL: group_name,
+                DECISION_GROUP_INDEX_LABEL: str(group_index),
+            },
+        }
+        if seq is not None:
+            metadata["annotations"] = {SEQ_ANNOTATION: str(seq)}
+        decisions = []
+        for cluster in clusters:
+            entry: dict[str, Any] = {
+                "clusterProfileRef": {
+                    "apiVersion": PROFILE_API_VERSION,
+                    "kind": "ClusterProfile",
+                    "namespace": profile_namespace(cluster),
+                    "name": cluster,
+                }
+            }
+            reason = reasons.get(cluster)
+            if reason:
+                entry["reason"] = reason
+            decisions.append(entry)
+        out.append(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "PlacementDecision",
+                "metadata": metadata,
+                "decisions": decisions,
+                "schedulerName": SCHEDULER_NAME,
+            }
+        )
+    return out
