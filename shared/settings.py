@@ -158,6 +158,14 @@ class Settings(BaseSettings):
     # Beyond OCM, off by default: "penalize" scores untolerated PreferNoSelect taints -100.
     prefer_no_select: Literal["ignore", "penalize"] = "ignore"
 
+    # Outputs beside the decisions (docs/cluster-inventory.md): SIG-Multicluster PlacementDecision
+    # slices on their own topic, the namespace their references give a ManagedCluster's profile
+    # (empty: the placement's), and the decision reason in OCM's own PlacementDecisions (OCM
+    # leaves it empty; off, so that output stays as OCM writes it).
+    sigmc_decisions: bool = True
+    sigmc_cluster_namespace: str = ""
+    ocm_decision_reasons: bool = False
+
     scheduler_group_id: str = "fleetplace-scheduler"
     queue_placer_group_id: str = "fleetplace-queue-placer"
     rollout_group_id: str = "fleetplace-rollout"

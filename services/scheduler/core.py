@@ -36,10 +36,12 @@ from fleetplace.shared.api.ocm import (
     Taint,
     TaintSet,
 )
+from fleetplace.shared.api.sigmc import slice_count, slice_names, slices
 from fleetplace.shared.placement import PlacementEngine, ScheduleResult
 from fleetplace.shared.placement.fleet import ClusterInfo, SetSelectorError
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from fleetplace.shared.placement.reads import ClusterChange, Reads
+from fleetplace.shared.placement.reasons import decision_reasons
 from fleetplace.shared.placement.scheduler import reads_of
 
 # topic (without prefix) -> the kind its values must be
@@ -158,6 +160,20 @@ class SchedulerOptions:
     addon_resync_s: float = 300.0
     full_resync_s: float = 600.0  # like OCM's informer resync
     engine: EngineOptions = DEFAULT_OPTIONS  # beyond-OCM switches (all off: decisions equal OCM's)
+    # SIG-MC PlacementDecision slices (`sigmc_changes`), the namespace they reference a
+    # ManagedCluster's profile in (empty: the placement's), and reasons in OCM's PlacementDecisions
+    sigmc: bool = False
+    sigmc_cluster_namespace: str = ""
+    ocm_reasons: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """What publishing a new decision needs besides the diff: the decision it replaces (None: the
+    placement had none) and why each cluster was chosen (empty unless an output shows reasons)."""
+
+    before: Published | None
+    reasons: Mapping[str, str]
 
 
 def _rate_limit_seconds(text: str) -> float:
@@ -241,6 +257,9 @@ class SchedulerProcessor:
         self.owns = owns or (lambda key: True)
         self._last_full_resync: float | None = None
         self._forms: dict[str, tuple[Any, ...]] = {}  # see _published_form
+        # per placement with a diff not yet published: see `take_pending`
+        self._pending: dict[str, Pending] = {}
+        self._wants_reasons = self.options.sigmc or self.options.ocm_reasons
 
     # ---- applying records -----------------------------------------------------------------
     def apply(self, topic: str, key: str, value: Mapping[str, Any] | None) -> None:
@@ -587,6 +606,7 @@ class SchedulerProcessor:
             if last is None or last.deleted:
                 return None
             gone = self.deletion_diff(key, now, trigger, inputs)
+            self._pending[key] = Pending(last, {})
             self.published[key] = Published.of(gone)
             self.engine.forget(key)
             self._forms.pop(key, None)
@@ -619,6 +639,8 @@ class SchedulerProcessor:
                     self.engine.commit(result)
                     return None
         diff = self.decision_diff(key, result, now, trigger, inputs, nxt, (groups, status))
+        reasons = decision_reasons(result, placement, self.fleet) if self._wants_reasons else {}
+        self._pending[key] = Pending(last, reasons)
         # what from_diff would read back from this diff, without reading it back
         self.published[key] = Published(
             seq=diff.seq,
@@ -736,8 +758,48 @@ class SchedulerProcessor:
         )
 
     # ---- views ----------------------------------------------------------------------------
-    def placement_decisions(self, key: str) -> dict[str, Any] | None:
-        """The current decision as OCM PlacementDecision objects (string-valued entries)."""
+    def take_pending(self, key: str) -> Pending | None:
+        """What the diff `evaluate` just returned for `key` replaced, and its reasons; once."""
+        return self._pending.pop(key, None)
+
+    def profile_namespace(self, cluster: str, placement_namespace: str) -> str:
+        """The namespace of the ClusterProfile a SIG-MC decision references for `cluster`: the one
+        it is read from, or for a ManagedCluster the operator's setting (else the placement's)."""
+        profiles = self._profiles.get(cluster)
+        if profiles and cluster not in self._managed:
+            return min(profiles)
+        return self.options.sigmc_cluster_namespace or placement_namespace
+
+    def sigmc_changes(self, key: str, pending: Pending | None) -> list[tuple[str, dict[str, Any] | None]]:
+        """The SIG-MC slice records (key `namespace/slice`, value or tombstone) that publishing the
+        new decision of `key` makes: none when its clusters and groups are those of the decision
+        it replaces (a change of status or scores alone), else every slice of the new decision
+        and a tombstone for each slice of the old one beyond them."""
+        if not self.options.sigmc or pending is None:
+            return []
+        before, pub = pending.before, self.published.get(key)
+        old = before.groups if before is not None and not before.deleted else None
+        new = pub.groups if pub is not None and not pub.deleted else None
+        if old is not None and new is not None and old == new:
+            return []
+        ns, _, name = key.partition("/")
+        made = (
+            slices(key, new, pending.reasons, lambda c: self.profile_namespace(c, ns), pub.seq)
+            if new is not None and pub is not None
+            else []
+        )
+        out: list[tuple[str, dict[str, Any] | None]] = [(f"{ns}/{s['metadata']['name']}", s) for s in made]
+        stale = slice_names(name, slice_count(old) if old is not None else 0)[len(made) :]
+        out.extend((f"{ns}/{n}", None) for n in stale)
+        return out
+
+    def placement_decisions(
+        self, key: str, reasons: Mapping[str, str] | None = None
+    ) -> dict[str, Any] | None:
+        """The current decision as OCM PlacementDecision objects (string-valued entries), each
+        entry's `reason` filled from `reasons` when the option to show them is on."""
+        if not self.options.ocm_reasons:
+            reasons = None
         pub = self.published.get(key)
         if pub is None or pub.deleted:
             return None
@@ -761,15 +823,15 @@ class SchedulerProcessor:
                                 "cluster.open-cluster-management.io/decision-group-index": str(gindex),
                             },
                         },
-                        "status": {"decisions": [self._entry(c, pub) for c in chunk]},
+                        "status": {"decisions": [self._entry(c, pub, reasons) for c in chunk]},
                     }
                 )
         return {"schemaVersion": SCHEMA_VERSION, "placement": key, "seq": pub.seq, "items": items}
 
     @staticmethod
-    def _entry(cluster: str, pub: Published) -> dict[str, str]:
+    def _entry(cluster: str, pub: Published, reasons: Mapping[str, str] | None = None) -> dict[str, str]:
         """A PlacementDecision entry with string values; `score` when scores are visible (sortBy Score)."""
-        entry = {"clusterName": cluster, "reason": ""}
+        entry = {"clusterName": cluster, "reason": reasons.get(cluster, "") if reasons else ""}
         if pub.sort_by_score and cluster in pub.scores:
             entry["score"] = str(pub.scores[cluster])
         return entry

@@ -131,6 +131,9 @@ class SchedulerWorker:
                 addon_resync_s=settings.addon_resync_interval_s,
                 full_resync_s=settings.resync_interval_s,
                 engine=EngineOptions(prefer_no_select=settings.prefer_no_select),
+                sigmc=settings.sigmc_decisions,
+                sigmc_cluster_namespace=settings.sigmc_cluster_namespace,
+                ocm_reasons=settings.ocm_decision_reasons,
             ),
             owns=self._owns,
             dropped=self._dropped,
@@ -411,11 +414,13 @@ class SchedulerWorker:
         out: list[OutgoingRecord] = []
         diff_stamp = HeaderStamp("io.fleetplace.decisions", self.source, now)
         current_stamp = HeaderStamp("io.fleetplace.placement-decisions", self.source, now)
+        sigmc_stamp = HeaderStamp("io.fleetplace.sigmc-placement-decisions", self.source, now)
         for diff in diffs:
             key = diff["placement"]
             seq = int(diff["seq"])
             out.append(OutgoingRecord(self.topics.decisions, key, encode_json(diff), diff_stamp.headers(seq)))
-            current = self.processor.placement_decisions(key)
+            pending = self.processor.take_pending(key)
+            current = self.processor.placement_decisions(key, pending.reasons if pending else None)
             out.append(
                 OutgoingRecord(
                     self.topics.placement_decisions,
@@ -424,6 +429,15 @@ class SchedulerWorker:
                     current_stamp.headers(seq),
                 )
             )
+            for slice_key, value in self.processor.sigmc_changes(key, pending):
+                out.append(
+                    OutgoingRecord(
+                        self.topics.sigmc_placement_decisions,
+                        slice_key,
+                        None if value is None else encode_json(value),
+                        sigmc_stamp.headers(seq),
+                    )
+                )
         self.metrics.diffs.inc(len(diffs))
         self.published += len(diffs)
         return out

@@ -22,6 +22,7 @@ TOPIC_OF = {
     "ManagedClusterSet": "clustersets",
     "ManagedClusterSetBinding": "clustersetbindings",
     "Placement": "placements",
+    "ClusterProfile": "cluster-profiles",
 }
 
 
