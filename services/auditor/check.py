@@ -23,6 +23,7 @@ from fleetplace.shared.api.decisions import DECIDED, DecisionDiff
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement import ScheduleResult
 from fleetplace.shared.placement.explain import explain
+from fleetplace.shared.placement.reasons import decision_reasons
 from fleetplace.shared.placement.scheduler import run_signature
 
 COMPARED = DECIDED
@@ -138,6 +139,8 @@ def analyse(
         reason = "recorded as deleted, but the placement exists at the watermark"
     elif got["deleted"] and not expected["deleted"]:
         reason = "the placement does not exist at the watermark"
+    elif fields == ["reasons"]:
+        reason = "the decision reproduces, but the reasons its SIG-MC slices give do not"
     elif "generation" in fields:
         reason = (
             f"the placement at the watermark is generation {got['generation']}, not {expected['generation']}"
@@ -196,6 +199,8 @@ class Checker:
     since: datetime | None = None
     report: AuditReport = field(default_factory=AuditReport)
     shared: SharedRuns | None = field(default_factory=SharedRuns)
+    # (placement, seq) -> cluster -> the reason its SIG-MC slices recorded (History.recorded_reasons)
+    reasons: Mapping[tuple[str, int], Mapping[str, str]] = field(default_factory=dict)
 
     def wanted_key(self, key: str) -> bool:
         return self.placement is None or key == self.placement
@@ -213,6 +218,14 @@ class Checker:
             fields = differing(expected, recomputed.value)
         if recomputed.skipped is not None:
             fields = fields or ["status"]
+        recorded = self.reasons.get((record.key, record.seq))
+        if recorded is not None and not fields:
+            if recomputed.result is None or recomputed.placement is None:  # a shared run: its own
+                recomputed = recompute(replay, record.key, record.now)
+            assert recomputed.result is not None and recomputed.placement is not None
+            got = decision_reasons(recomputed.result, recomputed.placement, replay.fleet)
+            if any(got.get(cluster) != reason for cluster, reason in recorded.items()):
+                fields = ["reasons"]
         tally = report.per_placement.get(record.key)
         if tally is None:
             tally = report.per_placement[record.key] = Tally()

@@ -1,4 +1,5 @@
-"""`fleetplace export placementdecisions`: the current decisions as OCM PlacementDecision objects.
+"""`fleetplace export placementdecisions`: the current decisions as OCM PlacementDecision objects,
+or (`--format sig-mc`) as the SIG-Multicluster slices the worker keeps on `sigmc-placement-decisions`.
 
 Read from `placement-decisions` (the compacted current state the worker writes beside every
 diff). If that topic holds nothing — an older deployment, or it was deleted — the `decisions`
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 
 from fleetplace.services.scheduler.core import SchedulerProcessor
 from fleetplace.shared.api.decisions import PlacementDecisions
+from fleetplace.shared.api.sigmc import DECISION_INDEX_LABEL, DECISION_KEY_LABEL
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
 from fleetplace.shared.bus.kafka import BroadcastReader
 from fleetplace.shared.bus.records import Record
@@ -92,3 +94,40 @@ def kubernetes_objects(current: Mapping[str, PlacementDecisions]) -> list[dict[s
         for key in sorted(current)
         for page in current[key].items
     ]
+
+
+def fold_sigmc_slices(
+    records: Iterable[Record], limits: DecodeLimits = DEFAULT_LIMITS
+) -> list[dict[str, Any]]:
+    """The current SIG-MC PlacementDecision slices from `sigmc-placement-decisions` records: the
+    last record of each slice key (a key stays in one partition, so offsets order it), tombstones
+    deleting; sorted by namespace, decision key and decision index."""
+    latest: dict[str, dict[str, Any] | None] = {}
+    for record in sorted(records, key=lambda r: (r.partition, r.offset)):
+        if record.key is None:
+            continue
+        try:
+            value = decode_object(record.value, limits) if record.value is not None else None
+        except DecodeError:
+            continue
+        latest[record.key] = value if isinstance(value, dict) else None
+
+    def order(s: Mapping[str, Any]) -> tuple[str, str, int]:
+        meta = s.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        index = str(labels.get(DECISION_INDEX_LABEL, "0"))
+        return (
+            str(meta.get("namespace", "")),
+            str(labels.get(DECISION_KEY_LABEL, "")),
+            int(index) if index.isdigit() else 0,
+        )
+
+    return sorted((v for v in latest.values() if v is not None), key=order)
+
+
+async def current_sigmc_slices(
+    kafka: KafkaSettings | str, topics: Topics, limits: DecodeLimits = DEFAULT_LIMITS
+) -> list[dict[str, Any]]:
+    async with BroadcastReader(kafka, [topics.sigmc_placement_decisions]) as reader:
+        records = await reader.read_to_end()
+    return fold_sigmc_slices(records, limits)

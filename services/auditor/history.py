@@ -17,6 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
+from fleetplace.shared.api.ocm import PLACEMENT_LABEL
+from fleetplace.shared.api.sigmc import SEQ_ANNOTATION, SigmcPlacementDecision
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
 from fleetplace.shared.bus.envelope import H_SOURCE, parse_time
 from fleetplace.shared.bus.kafka import TP, BroadcastReader, true_end_offsets
@@ -30,6 +34,7 @@ from fleetplace.shared.bus.topics import (
     ROLLOUT_DECISIONS,
     ROLLOUT_STATUS,
     ROLLOUTS,
+    SIGMC_PLACEMENT_DECISIONS,
     Topics,
     TopicState,
     describe_catalogue,
@@ -46,6 +51,8 @@ INPUT_TOPICS = (
     "clustersetbindings",
     "placements",
 )
+# Inputs a deployment made before they existed does not have: read when they exist.
+OPTIONAL_INPUTS = ("cluster-profiles",)
 # The queue placer's inputs.
 QUEUE_INPUTS = (QUEUE_CONFIGS, APPLICATIONS)
 # The rollout worker's inputs, then its diff log.
@@ -200,6 +207,7 @@ class History:
     decisions: list[DecisionRecord] = field(default_factory=list)
     invalid: list[InvalidDecision] = field(default_factory=list)
     app_placements: list[Record] = field(default_factory=list)
+    sigmc: list[Record] = field(default_factory=list)  # SIG-MC slices: their reasons are checked
     ends: dict[TP, int] = field(default_factory=dict)  # snapshot high watermarks (short names)
     records_read: int = 0
     _offsets: dict[TP, list[int]] = field(default_factory=dict)
@@ -245,6 +253,9 @@ class History:
         elif topic == APP_PLACEMENTS:
             self.app_placements.append(record)
             return
+        elif topic == SIGMC_PLACEMENT_DECISIONS:
+            self.sigmc.append(record)
+            return
         tp = (topic, record.partition)
         self.partitions.setdefault(tp, []).append(record)
         self._unsealed.add(tp)
@@ -263,6 +274,29 @@ class History:
             self._by_seq = None
 
     # ---- lookups -------------------------------------------------------------------------
+    def recorded_reasons(
+        self, limits: DecodeLimits = DEFAULT_LIMITS
+    ) -> dict[tuple[str, int], dict[str, str]]:
+        """(placement, seq) -> cluster -> the reason the SIG-MC slices written for that decision
+        give (slices carry their decision's seq); empty without the SIG-MC topic."""
+        out: dict[tuple[str, int], dict[str, str]] = {}
+        for record in self.sigmc:
+            if record.value is None:
+                continue
+            try:
+                piece = SigmcPlacementDecision.model_validate(decode_object(record.value, limits))
+            except (DecodeError, ValidationError):
+                continue
+            meta = piece.metadata
+            seq = meta.annotations.get(SEQ_ANNOTATION, "")
+            placement = meta.labels.get(PLACEMENT_LABEL)
+            if not seq.isdigit() or placement is None:
+                continue
+            reasons = out.setdefault((f"{meta.namespace}/{placement}", int(seq)), {})
+            for entry in piece.decisions:
+                reasons[entry.cluster_profile_ref.name] = entry.reason
+        return out
+
     def records(self, tp: TP) -> list[Record]:
         return self.partitions.get(tp, [])
 
@@ -306,12 +340,18 @@ async def read_history(
     queue placer's inputs; if the rollout topics exist, them — from the beginning up to the
     high watermarks measured at start."""
     statuses = {s.spec.name: s for s in await describe_catalogue(kafka, topics)}
-    missing = [name for name in (*INPUT_TOPICS, DECISIONS) if statuses[name].state is TopicState.MISSING]
+    missing = [
+        name
+        for name in (*INPUT_TOPICS, DECISIONS)
+        if statuses[name].state is TopicState.MISSING and name not in OPTIONAL_INPUTS
+    ]
     if missing:
         raise HistoryError(
             f"topics do not exist under prefix {topics.prefix!r}: {', '.join(topics.name(m) for m in missing)}"
         )
-    wanted = [*INPUT_TOPICS, DECISIONS]
+    wanted = [t for t in (*INPUT_TOPICS, DECISIONS) if statuses[t].state is not TopicState.MISSING]
+    if statuses[SIGMC_PLACEMENT_DECISIONS].state is not TopicState.MISSING:
+        wanted.append(SIGMC_PLACEMENT_DECISIONS)
     if statuses[APP_PLACEMENTS].state is not TopicState.MISSING:
         # queue placements, and what they were placed from
         wanted += [t for t in QUEUE_INPUTS if statuses[t].state is not TopicState.MISSING]

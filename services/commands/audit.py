@@ -25,7 +25,7 @@ from rich.table import Table
 
 from fleetplace.services.auditor.audit import audit, audit_topics
 from fleetplace.services.auditor.explain import Explanation, NoDecision, explain_decision
-from fleetplace.services.auditor.export import current_decisions, kubernetes_objects
+from fleetplace.services.auditor.export import current_decisions, current_sigmc_slices, kubernetes_objects
 from fleetplace.services.auditor.history import History, HistoryError, read_history
 from fleetplace.services.auditor.report import AuditReport
 from fleetplace.services.auditor.rollouts import RolloutAuditReport
@@ -33,7 +33,7 @@ from fleetplace.services.auditor.whatif import PlacementWhatIf, what_if_engine, 
 from fleetplace.services.commands.output import Output, parse_output, write_yaml
 from fleetplace.services.commands.worker import Bootstrap, Prefix, _settings
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
-from fleetplace.shared.api.ocm import Placement
+from fleetplace.shared.api.ocm import PLACEMENT_LABEL, Placement
 from fleetplace.shared.bus.codec import DecodeLimits
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.topics import Topics
@@ -347,14 +347,45 @@ def register(app: typer.Typer) -> None:
     def export_placementdecisions(
         placement: Annotated[str | None, typer.Option("--placement", help="Only NS/NAME.")] = None,
         output: Annotated[str, typer.Option("--output", "-o", help="yaml or json.")] = "yaml",
+        format_: Annotated[
+            str,
+            typer.Option(
+                "--format",
+                metavar="ocm|sig-mc",
+                help="ocm: OCM PlacementDecisions; sig-mc: SIG-Multicluster PlacementDecision slices "
+                "(multicluster.x-k8s.io/v1alpha1) with every decision's reason.",
+            ),
+        ] = "ocm",
         bootstrap: Bootstrap = None,
         prefix: Prefix = None,
     ) -> None:
-        """The current decisions as OCM PlacementDecision objects (pages of 100, OCM's names and labels)."""
+        """The current decisions as OCM PlacementDecision objects (pages of 100, OCM's names and
+        labels), or as SIG-Multicluster PlacementDecision slices, for `kubectl apply`."""
         key = _placement_key("--placement", placement)
         if output not in ("yaml", "json"):
             raise _fail(f"--output: expected yaml or json, got {output!r}")
+        if format_ not in ("ocm", "sig-mc"):
+            raise _fail(f"--format: expected ocm or sig-mc, got {format_!r}")
         settings = _settings(bootstrap, prefix)
+        if format_ == "sig-mc":
+            try:
+                items = asyncio.run(
+                    current_sigmc_slices(
+                        settings.kafka, Topics(settings.topic_prefix), DecodeLimits.from_settings(settings)
+                    )
+                )
+            except BusError as e:
+                raise _fail(str(e)) from None
+            if key is not None:
+                ns, _, name = key.partition("/")
+                items = [
+                    s
+                    for s in items
+                    if s["metadata"].get("namespace") == ns
+                    and (s["metadata"].get("labels") or {}).get(PLACEMENT_LABEL) == name
+                ]
+            _write_objects(items, output)
+            return
         try:
             current, _source = asyncio.run(
                 current_decisions(
@@ -365,12 +396,16 @@ def register(app: typer.Typer) -> None:
             raise _fail(str(e)) from None
         if key is not None:
             current = {k: v for k, v in current.items() if k == key}
-        objects = kubernetes_objects(current)
-        if output == "json":
-            _write_json({"apiVersion": "v1", "kind": "List", "items": objects})
-        else:
-            sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False) if objects else "")
-            sys.stdout.flush()
+        _write_objects(kubernetes_objects(current), output)
+
+
+def _write_objects(objects: list[dict[str, Any]], output: str) -> None:
+    """A JSON `List`, or one YAML document per object (what `kubectl apply -f -` takes)."""
+    if output == "json":
+        _write_json({"apiVersion": "v1", "kind": "List", "items": objects})
+    else:
+        sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False) if objects else "")
+        sys.stdout.flush()
 
 
 def _placements_from(path: Path) -> list[Placement]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fleetplace.services.scheduler.core import SchedulerProcessor
+from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from fleetplace.shared.bus.codec import DecodeError, decode_record, encode_json
 from fleetplace.shared.bus.envelope import new_envelope
 from fleetplace.shared.bus.kafka import Watermark, make_producer, start_client
@@ -28,12 +28,13 @@ TOPIC_OF = {
     "ManagedClusterSet": "clustersets",
     "ManagedClusterSetBinding": "clustersetbindings",
     "Placement": "placements",
+    "ClusterProfile": "cluster-profiles",
 }
 
 
 def key_of(obj: dict[str, Any]) -> str:
     meta = obj["metadata"]
-    if obj["kind"] in ("ManagedCluster", "ManagedClusterSet"):
+    if obj["kind"] in ("ManagedCluster", "ManagedClusterSet"):  # cluster-scoped
         return str(meta["name"])
     return f"{meta['namespace']}/{meta['name']}"
 
@@ -42,12 +43,18 @@ class OfflineWorker:
     """One scheduler instance and the topic log it reads and writes."""
 
     def __init__(
-        self, prefix: str = "fleetplace.", source: str = "fleetplace/scheduler", *, read_back: int = 1
+        self,
+        prefix: str = "fleetplace.",
+        source: str = "fleetplace/scheduler",
+        *,
+        read_back: int = 1,
+        options: SchedulerOptions | None = None,
     ) -> None:
         self.topics = Topics(prefix)
         self.source = source
         self.partitions = planned_partitions()
-        self.processor = SchedulerProcessor()
+        self.options = options
+        self.processor = SchedulerProcessor(options)
         self.log: list[Record] = []  # everything written, in write order
         self._next: dict[tuple[str, int], int] = {}
         self._unread: list[Record] = []
@@ -101,6 +108,10 @@ class OfflineWorker:
         for diff in diffs:
             env = new_envelope("io.fleetplace.decisions", self.source, time=now, resource_version=diff["seq"])
             written.append(self.write("decisions", diff["placement"], encode_json(diff), env.to_headers()))
+            # the SIG-MC slices the worker writes beside the diff (when that output is on)
+            pending = self.processor.take_pending(diff["placement"])
+            for key, value in self.processor.sigmc_changes(diff["placement"], pending):
+                self.write("sigmc-placement-decisions", key, None if value is None else encode_json(value))
         self._own_unread.append(written)
         self.diffs.extend(diffs)
         return diffs
@@ -129,7 +140,7 @@ class OfflineWorker:
 
     def successor(self, source: str) -> OfflineWorker:
         """Another instance taking over: same topics, reads everything from the beginning."""
-        nxt = OfflineWorker(self.topics.prefix, source, read_back=self.read_back)
+        nxt = OfflineWorker(self.topics.prefix, source, read_back=self.read_back, options=self.options)
         nxt.log = self.log
         nxt._next = self._next
         nxt._unread = list(self.log)
