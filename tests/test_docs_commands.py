@@ -20,7 +20,7 @@ from fleetplace.shared.testing import unique_topic_prefix
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = ("README.md", "docs/quickstart.md")
+DOCUMENTS = ("README.md", "docs/quickstart.md", "docs/cluster-inventory.md")
 LONG_RUNNING = {
     "broker": "runs until Ctrl-C",
     "worker": "a worker runs until stopped",

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from fleetplace.shared.api._decision_schema import DecisionDiff  # the record type's schema view
+from fleetplace.shared.api.cluster_profiles import ClusterProfile
 from fleetplace.shared.api.decisions import (
     SCHEMA_VERSION,
     AppPlacementRecord,
@@ -34,12 +35,14 @@ from fleetplace.shared.api.ocm import (
 )
 from fleetplace.shared.api.queues import ApplicationSubmission, PartitionConfig
 from fleetplace.shared.api.rollouts import Rollout, RolloutDiff, RolloutState, RolloutStatusReport
+from fleetplace.shared.api.sigmc import SigmcPlacementDecision
 from fleetplace.shared.bus.topics import CATALOGUE, DEFAULT_PREFIX, TopicKind, TopicSpec
 
 BINDING_VERSION = "0.5.0"
 
 PAYLOADS: dict[str, type[BaseModel]] = {
     "clusters": ManagedCluster,
+    "cluster-profiles": ClusterProfile,
     "taints": TaintSetRecord,
     "scores": AddOnPlacementScore,
     "clustersets": ManagedClusterSet,
@@ -47,6 +50,7 @@ PAYLOADS: dict[str, type[BaseModel]] = {
     "placements": Placement,
     "decisions": DecisionDiff,
     "placement-decisions": PlacementDecisions,
+    "sigmc-placement-decisions": SigmcPlacementDecision,
     "queue-configs": PartitionConfig,
     "applications": ApplicationSubmission,
     "app-placements": AppPlacementRecord,
@@ -60,6 +64,10 @@ PAYLOADS: dict[str, type[BaseModel]] = {
 
 DESCRIPTIONS: dict[str, str] = {
     "clusters": "ManagedCluster objects as OCM has them. A tombstone deletes the cluster.",
+    "cluster-profiles": (
+        "SIG-Multicluster ClusterProfile objects (multicluster.x-k8s.io v1alpha1/v1alpha2): a cluster "
+        "source beside clusters, read as the ManagedCluster of docs/cluster-inventory.md's mapping."
+    ),
     "taints": "Taint sets published by taint owners (health checkers, operators), merged with spec.taints.",
     "scores": "AddOnPlacementScore objects, keyed by the cluster namespace and the resource name.",
     "clustersets": "ManagedClusterSet objects.",
@@ -72,6 +80,11 @@ DESCRIPTIONS: dict[str, str] = {
     "placement-decisions": (
         "The current decision only, as OCM PlacementDecision pages (compacted; a tombstone when the "
         "placement is deleted). What Argo CD-style consumers read."
+    ),
+    "sigmc-placement-decisions": (
+        "The current decision as SIG-Multicluster PlacementDecision slices (KEP-5313, "
+        "multicluster.x-k8s.io/v1alpha1), at most 100 decisions each with their reason, one record "
+        "per slice (compacted; a tombstone for a slice no longer needed). Not co-partitioned."
     ),
     "queue-configs": "YuniKorn partition configs (queues and placement rules), keyed by partition name.",
     "applications": "Application submissions to place into queues.",
@@ -98,6 +111,7 @@ DESCRIPTIONS: dict[str, str] = {
 RECEIVERS: dict[str, tuple[str, ...]] = {
     "scheduler": (
         "clusters",
+        "cluster-profiles",
         "taints",
         "scores",
         "clustersets",
@@ -109,19 +123,21 @@ RECEIVERS: dict[str, tuple[str, ...]] = {
     "queuePlacer": ("queue-configs", "applications"),
     "auditor": (
         "clusters",
+        "cluster-profiles",
         "taints",
         "scores",
         "clustersets",
         "clustersetbindings",
         "placements",
         "decisions",
+        "sigmc-placement-decisions",
     ),
-    "subscriber": ("decisions", "placement-decisions"),
+    "subscriber": ("decisions", "placement-decisions", "sigmc-placement-decisions"),
     "rolloutWorker": ("placement-decisions", "rollouts", "rollout-status", "rollout-decisions", "clock"),
     "deployer": ("rollout-decisions", "rollout-state"),
 }
 SENDERS: dict[str, tuple[str, ...]] = {
-    "scheduler": ("decisions", "placement-decisions", "deadletter"),
+    "scheduler": ("decisions", "placement-decisions", "sigmc-placement-decisions", "deadletter"),
     "queuePlacer": ("app-placements", "deadletter"),
     "rolloutWorker": ("rollout-decisions", "rollout-state", "deadletter"),
     "deployer": ("rollout-status",),
@@ -132,6 +148,7 @@ KEY_PATTERNS = {
     "<cluster namespace>/<name>": r"^[^/]+/[^/]+$",
     "<namespace>/<set name>": r"^[^/]+/[^/]+$",
     "<namespace>/<rollout>": r"^[^/]+/[^/]+$",
+    "<namespace>/<slice name>": r"^[^/]+/[^/]+$",
     "<namespace>/<rollout>/<cluster>": r"^[^/]+/[^/]+/[^/]+$",
 }
 
@@ -194,7 +211,10 @@ def build_document() -> dict[str, Any]:
         name = _camel(spec.name)
         model = PAYLOADS[spec.name]
         payload: dict[str, Any] = {"$ref": f"#/components/schemas/{model.__name__}"}
-        tombstones = spec.kind is TopicKind.STATE or spec.name == "placement-decisions"
+        tombstones = spec.kind is TopicKind.STATE or spec.name in (
+            "placement-decisions",
+            "sigmc-placement-decisions",
+        )
         if tombstones:
             payload = {
                 "oneOf": [payload, {"type": "null", "description": "A tombstone: the key is deleted."}]
