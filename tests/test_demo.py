@@ -35,7 +35,7 @@ def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert elapsed < 60
     out = done.stdout
-    assert "all 13 acts passed" in out
+    assert "all 15 acts passed" in out
     # the summary table: one row per act, each marked passed, with the diffs it saw
     for number, act, diffs in [
         (1, "worker starts", 4),
@@ -45,12 +45,14 @@ def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
         (5, "cluster unreachable", 1),
         (6, "toleration expired", 1),
         (7, "placement deleted", 1),
-        (8, "rollout started", 1),
-        (9, "canary applied", 1),
-        (10, "canary healthy", 1),
-        (11, "soak over", 1),
-        (12, "new revision", 1),
-        (13, "canary failed", 1),
+        (8, "inventory placed", 1),
+        (9, "control plane unhealthy", 1),
+        (10, "rollout started", 1),
+        (11, "canary applied", 1),
+        (12, "canary healthy", 1),
+        (13, "soak over", 1),
+        (14, "new revision", 1),
+        (15, "canary failed", 1),
     ]:
         row = re.search(rf"│ +{number} │ {act} +│.*│ +{diffs} │ +([0-9.]+) s │ ✔", out)
         assert row is not None, f"no passing summary row for act {number} ({act}):\n{out}"
@@ -58,10 +60,11 @@ def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
     toleration_row = re.search(r"│ +6 │ toleration expired +│.*│ +1 │ +([0-9.]+) s │", out)
     assert toleration_row is not None and 3.0 < float(toleration_row.group(1)) < 6.5
     assert "web +east-2 −west-2" in out
+    assert "edge +lisbon −dublin" in out  # a ClusterProfile's control plane turned unhealthy
     # the rollout: the canary first, the rest once its 3 s soak ended on the worker's timer (the
     # report is stamped in whole seconds, and the act starts half a second after it), a new
     # revision back to the canary, and a failing canary breaching maxFailures
-    soak_row = re.search(r"│ +11 │ soak over +│.*│ +1 │ +([0-9.]+) s │", out)
+    soak_row = re.search(r"│ +13 │ soak over +│.*│ +1 │ +([0-9.]+) s │", out)
     assert soak_row is not None and 1.0 < float(soak_row.group(1)) < 3.5
     assert "seq 4 (recheck apps/api) v1 +east-1 +east-2 +edge-2 −edge-1 → east-1, east-2, edge-2" in out
     assert "seq 5 (rollout apps/api) v2 +edge-1 −east-1 −east-2 −edge-2 → edge-1" in out

@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fleetplace.services.commands.demo_inventory import EDGE, edge_placement, inventory, profile
 from fleetplace.services.commands.demo_rollout import (
     API,
     CANARY,
@@ -240,7 +241,7 @@ def build_acts(
             "worker starts",
             f"{fleet.path.name} is on the bus; the scheduler worker reads it and decides every placement "
             "(a rollout worker starts beside it, with no rollout yet)",
-            lambda: to_outgoing(fleet.planned, topics),
+            lambda: to_outgoing(fleet.planned, topics) + _upsert(topics, *inventory(_now_seconds()))(),
             (
                 ExpectedDiff(WEB, ("east-1", "west-1"), trigger="placement"),
                 ExpectedDiff(ANALYTICS, ("east-2",), trigger="placement"),
@@ -294,7 +295,31 @@ def build_acts(
             delete_analytics,
             (ExpectedDiff(ANALYTICS, (), ("edge-2",), trigger="placement", deleted=True),),
         ),
+        *inventory_acts(topics),
         *rollout_acts(fleet, topics, deployer),
+    ]
+
+
+def inventory_acts(topics: Topics) -> list[Act]:
+    """A fleet known only as ClusterProfiles, placed; then one control plane turns unhealthy."""
+
+    def unhealthy() -> list[OutgoingRecord]:
+        return _upsert(topics, profile("dublin", False, _now_seconds()))()
+
+    return [
+        Act(
+            "inventory placed",
+            "three clusters known only as ClusterProfiles (KEP-4322, as OCM's hub writes them) are "
+            "on the bus since act 1: inventory/edge takes the two with the most free CPU",
+            _upsert(topics, edge_placement()),
+            (ExpectedDiff(EDGE, ("dublin", "oslo"), trigger="placement"),),
+        ),
+        Act(
+            "control plane unhealthy",
+            "dublin's ControlPlaneHealthy turns False (OCM's unavailable taint): edge moves to lisbon",
+            unhealthy,
+            (ExpectedDiff(EDGE, ("lisbon",), ("dublin",), trigger="cluster"),),
+        ),
     ]
 
 
