@@ -253,6 +253,7 @@ def test_topics_commands_create_and_list(broker: str, topic_prefix: str) -> None
         "placements",
         "decisions",
         "placement-decisions",
+        "sigmc-placement-decisions",
         "applications",
         "app-placements",
         "rollouts",
