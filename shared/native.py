@@ -44,6 +44,7 @@ MODULES = (
     "fleetplace.shared.placement.plugins.steady",
     "fleetplace.shared.placement.plugins.taints",
     "fleetplace.shared.placement.reads",
+    "fleetplace.shared.placement.reasons",
     "fleetplace.shared.placement.scheduler",
     "fleetplace.shared.placement.selectors",
     "fleetplace.shared.placement.shared_totals",

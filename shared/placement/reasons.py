@@ -16,11 +16,36 @@ from fleetplace.shared.placement.fleet import Fleet
 from fleetplace.shared.placement.plugins.taints import matched_by_toleration
 from fleetplace.shared.placement.scheduler import ScheduleResult
 
-__all__ = ["decision_reasons"]
+__all__ = ["decision_reasons", "decision_reasons_reference"]
 
 
 def decision_reasons(result: ScheduleResult, placement: Placement, fleet: Fleet) -> dict[str, str]:
-    """cluster -> reason, for every cluster of `result.decisions`."""
+    """cluster -> reason, for every cluster of `result.decisions`: what
+    `decision_reasons_reference` says, read from the score arrays of the selected clusters only
+    (`ScheduleResult.contributions`), so its cost follows the decision, not the fleet."""
+    decided = result.decisions
+    if not decided:
+        return {}
+    found = {c.cluster: c for c in result.contributions()}
+    if len(found) != len(decided):  # not a fresh selection (a skipped run keeps the decision in force)
+        return decision_reasons_reference(result, placement, fleet)
+    feasible = result.feasible
+    out: dict[str, str] = {}
+    for name in decided:
+        c = found[name]
+        text = f"rank {c.rank}/{feasible}, score {c.total}"
+        parts = [f"{p} {score}×{weight}" for p, score, weight in c.parts if weight != 0]
+        if parts:
+            text += ": " + " + ".join(parts)
+        kept = _kept_despite(name, placement, fleet, result)
+        if kept:
+            text += f"; kept though tainted {kept} (already decided)"
+        out[name] = text
+    return out
+
+
+def decision_reasons_reference(result: ScheduleResult, placement: Placement, fleet: Fleet) -> dict[str, str]:
+    """`decision_reasons` the plain way: from the whole ranking and every prioritizer's scores."""
     decided = result.decisions
     if not decided:
         return {}
@@ -46,6 +71,8 @@ def decision_reasons(result: ScheduleResult, placement: Placement, fleet: Fleet)
 def _kept_despite(name: str, placement: Placement, fleet: Fleet, result: ScheduleResult) -> str:
     """The NoSelectIfNew taints no toleration covers: the cluster passed only because it was
     already in the placement's decision."""
+    if name not in fleet.tainted_names:  # most clusters carry no taint at all
+        return ""
     info = fleet.clusters.get(name)
     if info is None:
         return ""

@@ -47,6 +47,16 @@ class PrioritizerScores:
     scores: Mapping[str, int]  # raw, unweighted; clusters without an entry are absent
 
 
+@dataclass(frozen=True, slots=True)
+class Contribution:
+    """A selected cluster's rank, total and per-prioritizer (name, score, weight): `contributions`."""
+
+    cluster: str
+    rank: int
+    total: int
+    parts: tuple[tuple[str, int, int], ...]
+
+
 class ScheduleResult:
     """The outcome of one run: what to publish and what explains it (one per run: a plain class,
     read-only by convention; what it derives is computed on first use and kept)."""
@@ -72,6 +82,7 @@ class ScheduleResult:
         _slot_names: Any = None,  # the fleet's slot -> name snapshot
         _post: Any = None,  # post-filter slots, unordered
         _scored: Totals | None = None,  # their scores, arrays built on demand
+        _selected_at: tuple[int, ...] = (),  # aligned with `selected`: indices into `_post`
     ) -> None:
         self.placement = placement
         self.now = now
@@ -93,6 +104,7 @@ class ScheduleResult:
         self._slot_names = _slot_names
         self._post = _post
         self._scored = _scored
+        self._selected_at = _selected_at
         self._available_names: tuple[str, ...] | None = None
         self._filtered_names: tuple[tuple[str, tuple[str, ...]], ...] | None = None
         self._ranked: tuple[str, ...] | None = None
@@ -222,6 +234,31 @@ class ScheduleResult:
                     name, weight, {n: v for n, v, m in zip(self._names, vals, mask, strict=True) if m}
                 )
             )
+        return tuple(out)
+
+    def contributions(self) -> tuple[Contribution, ...]:
+        """Of each selected cluster, in `selected` order: its rank among the post-filter clusters
+        (1 = first of `ranked`), its total and each prioritizer's (name, score, weight) where that
+        prioritizer scored it. What `ranked`, `scores` and `prioritizers` say of these clusters,
+        read from the score arrays for the few selected instead of every post-filter cluster
+        (`reasons.decision_reasons_reference` reads those; tests/placement/test_reasons.py holds
+        the two equal)."""
+        scored = self._scored
+        if scored is None or not self._selected_at or len(self._selected_at) != len(self.selected):
+            return ()
+        at = list(self._selected_at)
+        if self._spread is None:
+            ranks = list(range(1, len(at) + 1))  # the top of the ranking, in rank order
+        else:  # spread picks in its own order: count who ranks before each
+            keys = scored.keys
+            ranks = [int(np.count_nonzero(keys < keys[i])) + 1 for i in at]
+        rows = scored.rows_at(at)
+        out: list[Contribution] = []
+        for i, cluster in enumerate(self.selected):
+            parts = tuple(
+                (name, values[i], weight) for name, weight, values, has in rows if has is None or has[i]
+            )
+            out.append(Contribution(cluster, ranks[i], self._selected_totals[i], parts))
         return tuple(out)
 
     def spread_reason(self, cluster: str) -> str | None:
@@ -445,6 +482,7 @@ def schedule(
     spread: SpreadOutcome | None = None
     spread_detail: str | None = None
     selected_totals: tuple[int, ...] = ()
+    selected_at: tuple[int, ...] = ()
     n = placement.spec.number_of_clusters
     if n is not None and n < 0 and not status.aborts:
         # Go panics on a negative bound; we report it instead (docs/compatibility.md)
@@ -460,12 +498,14 @@ def schedule(
             chosen = np.asarray(spread.chosen, dtype=np.int64)
             selected = tuple(slot_names[slots[chosen]].tolist())
             selected_totals = tuple(scored.totals[chosen].tolist())
+            selected_at = tuple(chosen.tolist())
             if spread.blocked_by is not None and len(selected) < n:
                 spread_detail = f"{spread.blocked_by.describe()} leaves no admissible cluster"
         else:
             top = scored.top(n)
             selected = tuple(slot_names[slots[top]].tolist())
             selected_totals = tuple(scored.totals_of(top))
+            selected_at = tuple(top)
         unscheduled = (n - len(selected)) if n is not None else 0
 
     by_score = None
@@ -480,7 +520,7 @@ def schedule(
         # it like every other misconfiguration instead: the selection is emptied, one empty
         # group remains, and the status says so (docs/compatibility.md).
         final = Status(Code.MISCONFIGURED, "", group_error)
-        selected, selected_totals = (), ()
+        selected, selected_totals, selected_at = (), (), ()
 
     conditions = (
         misconfigured_condition(final),
@@ -518,4 +558,5 @@ def schedule(
         _scored=scored,
         _spread=spread,
         _selected_totals=selected_totals,
+        _selected_at=selected_at,
     )

@@ -32,6 +32,7 @@ from fleetplace.shared.placement.totals import (
     PACKED,
     Plan,
     Row,
+    RowAt,
     Totals,
     aborted,
     best,
@@ -236,6 +237,22 @@ class _Patched(Totals):
             assert self._base.keys is not None
             self._keys = self._patch(self._base.keys, self._own_keys)
         return self._keys
+
+    def rows_at(self, indices: list[int]) -> tuple[RowAt, ...]:
+        """`rows` at these indices, read from the base and patched, without copying a whole row."""
+        if self._rows is not None:
+            return super().rows_at(indices)
+        base = self._base
+        own = {i: k for k, i in enumerate(self._at)}  # index -> its place in the own lists
+        out: list[RowAt] = []
+        for w, j in zip(self._group.plan.weighted, self._group.of_entry, strict=True):
+            values: list[int] = base.rows[j][indices].tolist()
+            patch = self._own_rows.get(j)
+            if patch is not None and own:
+                values = [patch[own[i]] if i in own else v for i, v in zip(indices, values, strict=True)]
+            has = base.results[j].has_entry
+            out.append((w.prioritizer.name, w.weight, values, None if has is None else has[indices].tolist()))
+        return tuple(out)
 
     @property
     def rows(self) -> tuple[Row, ...]:

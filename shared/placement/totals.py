@@ -28,6 +28,7 @@ from fleetplace.shared.placement.framework import (
 from fleetplace.shared.placement.weights import Weighted
 
 Row = tuple[str, int, IntArray, BoolArray | None]  # (prioritizer name, weight, scores, has_entry)
+RowAt = tuple[str, int, list[int], list[bool] | None]  # a Row at some indices (`Totals.rows_at`)
 PACKED = 1 << 30  # totals below this in magnitude pack into one int64 key with the name rank
 RANK_SPAN = 1 << 32  # a packed key is rank - total * RANK_SPAN
 EMPTY = np.zeros(0, dtype=np.int64)  # no clusters (read-only: shared by every run that has none)
@@ -80,6 +81,13 @@ class Totals:
     def totals_of(self, indices: list[int]) -> list[int]:
         out: list[int] = self.totals[indices].tolist()
         return out
+
+    def rows_at(self, indices: list[int]) -> tuple[RowAt, ...]:
+        """`rows` at these indices only: (prioritizer, weight, scores, has_entry or None)."""
+        return tuple(
+            (name, weight, scores[indices].tolist(), None if has is None else has[indices].tolist())
+            for name, weight, scores, has in self.rows
+        )
 
     def known(self) -> dict[int, int]:
         """Totals at hand without building the array: index -> total (the own clusters)."""
