@@ -28,7 +28,7 @@ from fleetplace.services.auditor.explain import Explanation, NoDecision, explain
 from fleetplace.services.auditor.export import current_decisions, kubernetes_objects
 from fleetplace.services.auditor.history import History, HistoryError, read_history
 from fleetplace.services.auditor.report import AuditReport
-from fleetplace.services.auditor.rollouts import RolloutAuditReport
+from fleetplace.services.auditor.rollout_report import RolloutAuditReport
 from fleetplace.services.auditor.whatif import PlacementWhatIf, what_if_engine, what_if_placement
 from fleetplace.services.commands.output import Output, parse_output, write_yaml
 from fleetplace.services.commands.worker import Bootstrap, Prefix, _settings

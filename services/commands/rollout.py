@@ -290,7 +290,8 @@ def explain(
     from rich.console import Console
     from rich.table import Table
 
-    from fleetplace.services.auditor.rollouts import NoRolloutDiff, explain_rollout, read_rollout_history
+    from fleetplace.services.auditor.rollout_explain import NoRolloutDiff, explain_rollout
+    from fleetplace.services.auditor.rollout_log import read_rollout_history
     from fleetplace.services.commands.worker import _settings
     from fleetplace.shared.bus.codec import DecodeLimits
     from fleetplace.shared.bus.errors import BusError

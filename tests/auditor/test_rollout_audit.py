@@ -17,13 +17,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fleetplace.services.auditor.history import History
-from fleetplace.services.auditor.rollouts import (
-    NoRolloutDiff,
-    RolloutLog,
-    audit_rollouts,
-    explain_rollout,
-    read_rollout_topics,
-)
+from fleetplace.services.auditor.rollout_check import audit_rollouts
+from fleetplace.services.auditor.rollout_explain import NoRolloutDiff, explain_rollout
+from fleetplace.services.auditor.rollout_log import RolloutLog, read_rollout_topics
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.kafka import make_producer, start_client
 from fleetplace.shared.bus.records import Record
