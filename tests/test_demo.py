@@ -14,6 +14,7 @@ import pytest
 
 from fleetplace.services.commands.demo import ExpectedDiff, unmatched
 from fleetplace.services.commands.demo_rollout import ExpectedRolloutDiff, Recheck
+from tests.piped import assert_lines_fit_content
 
 pytestmark = pytest.mark.integration
 
@@ -68,6 +69,7 @@ def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
     assert re.search(r"│ apps/api +│ 6 +│ v2 +│ edge-1 +│ true +│ false +│", out), out
     if not external:
         assert "embedded Tansu broker at 127.0.0.1:" in out
+    assert_lines_fit_content(out)  # its stdout is a pipe here
 
 
 def test_an_act_fails_on_a_missing_or_an_extra_diff() -> None:
