@@ -15,16 +15,13 @@ from typing import Any
 from fleetplace.services.auditor.history import History
 from fleetplace.services.auditor.rollout_log import RolloutDiffRecord, RolloutLog
 from fleetplace.services.rollout.core import (
-    InvalidRecord,
     RolloutProcessor,
     Trigger,
 )
-from fleetplace.shared.api.objects import ObjectError
+from fleetplace.services.rollout.ingest import ingest
 from fleetplace.shared.bus.codec import (
     DEFAULT_LIMITS,
-    DecodeError,
     DecodeLimits,
-    decode_record,
 )
 from fleetplace.shared.bus.kafka import TP
 from fleetplace.shared.bus.records import Record
@@ -33,7 +30,6 @@ from fleetplace.shared.bus.topics import (
     ROLLOUT_DECISIONS,
     ROLLOUT_STATUS,
     ROLLOUTS,
-    rollout_partition,
 )
 from fleetplace.shared.rollout import Instant
 
@@ -71,19 +67,9 @@ class RolloutReplay:
         return True
 
     def _apply(self, topic: str, record: Record) -> None:
-        """As the worker consumes it: what it would dead-letter changes nothing."""
-        try:
-            decoded = decode_record(record, self.limits)
-            # a record off its rollout's partition: the worker owning its partition does not
-            # evaluate that rollout (a report there is dead-lettered), the rollout's owner never
-            # reads it
-            if (
-                topic != PLACEMENT_DECISIONS
-                and rollout_partition(decoded.key, self.partitions) != record.partition
-            ):
-                raise InvalidRecord("off its rollout's partition")
-            self.processor.apply(topic, decoded.key, decoded.value, record.timestamp_ms)
-        except (DecodeError, ObjectError, ValueError, KeyError, TypeError):
+        """As the worker consumes it (the rollout worker's ingest): what it would dead-letter
+        changes nothing."""
+        if ingest(self.processor, topic, record, self.partitions, self.limits) is not None:
             self.dead_lettered += 1
 
     def recompute(self, key: str, now: Instant, previous: RolloutDiffRecord | None) -> dict[str, Any] | None:
