@@ -5,6 +5,8 @@ Each command group lives beside the service it drives and registers itself here.
 
 from __future__ import annotations
 
+import signal
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -79,7 +81,21 @@ def _register() -> None:
 _register()
 
 
+def _on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM (what `kill`, `timeout` or a supervisor sends) stops a command as Ctrl-C does, so
+    whatever Ctrl-C cleans up is cleaned up: the demo's embedded broker, the explorer it serves.
+    Python's default ends the process at once and leaves child processes running. Workers put
+    their own clean stop on both signals while they run (services/lifecycle.py)."""
+    if callable(signal.getsignal(signal.SIGINT)):
+        # delivered as a Ctrl-C is, to whichever handler has it (an event loop's included)
+        signal.raise_signal(signal.SIGINT)
+        return
+    # Ctrl-C ignored (a job started in the background) or left to the system: stop all the same
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _on_sigterm)
     # Logs go to stderr from the first line on, whatever the command: stdout is for results
     # (`audit --json`, `export`, `watch --json` are read by programs). Workers reconfigure
     # from their settings (level, JSON or console).

@@ -22,6 +22,7 @@ from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.bus.topics import CATALOGUE, Topics, ensure_topics
+from fleetplace.shared.settings import Settings
 
 COMMANDS = [
     ["simulate"],
@@ -66,6 +67,24 @@ def test_every_command_that_prints_objects_takes_o_json_yaml_table(command: list
     text = help_of(command)
     assert re.search(r"--output\s+-o\s+\S*json", text)
     assert "yaml" in text and "table" in text
+
+
+# Each worker's options and the settings they stand for (shared/settings.py)
+WORKER_SETTINGS = {
+    "scheduler": {"--clock": "clock", "--http-port": "http_port", "--group": "scheduler_group_id"},
+    "queues": {"--http-port": "http_port", "--group": "queue_placer_group_id"},
+    "rollout": {"--clock": "clock", "--http-port": "http_port", "--group": "rollout_group_id"},
+}
+
+
+@pytest.mark.parametrize("worker", sorted(WORKER_SETTINGS))
+def test_worker_options_name_the_variable_and_default_of_their_setting(worker: str) -> None:
+    words = " ".join(help_of(["worker", worker]).replace("│", " ").split())  # help lines wrap
+    prefix = Settings.model_config.get("env_prefix", "")
+    for option, field in WORKER_SETTINGS[worker].items():
+        described = words.split(f" {option} ", 1)[1].split(" --", 1)[0]
+        assert f"[env var: {prefix}{field.upper()}]" in described, described
+        assert f"[default: {Settings.model_fields[field].default}]" in described, described
 
 
 def test_top_level_h_and_version() -> None:

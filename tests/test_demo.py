@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import os
+import queue
 import re
+import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fleetplace.services.commands.demo import ExpectedDiff, unmatched
 from fleetplace.services.commands.demo_rollout import ExpectedRolloutDiff, Recheck
+from tests.piped import assert_lines_fit_content
 
 pytestmark = pytest.mark.integration
 
@@ -71,6 +77,84 @@ def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
     assert re.search(r"│ apps/api +│ 6 +│ v2 +│ edge-1 +│ true +│ false +│", out), out
     if not external:
         assert "embedded Tansu broker at 127.0.0.1:" in out
+    assert_lines_fit_content(out)  # its stdout is a pipe here
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("args", "stage"),
+    [
+        (["demo"], "Topics: prefix"),  # while the acts play
+        (["demo", "--explore"], "fleetplace explorer: http://"),  # while the explorer serves
+    ],
+    ids=["acts", "explore"],
+)
+def test_sigterm_stops_the_demo_and_the_broker_it_started(
+    args: list[str], stage: str, tmp_path: Path
+) -> None:
+    if os.environ.get("FLEETPLACE_TEST_BOOTSTRAP"):
+        pytest.skip("on an external Kafka the demo starts no broker")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "FLEETPLACE_"))}
+    env["PYTHONUNBUFFERED"] = "1"
+    stderr = (tmp_path / "stderr").open("w")
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "fleetplace.services.cli", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert demo.stdout is not None
+    reader = threading.Thread(target=lambda: [lines.put(line) for line in demo.stdout or ()], daemon=True)
+    reader.start()
+    broker_pid = port = None
+    try:
+        seen = []
+        while not seen or stage not in seen[-1]:
+            seen.append(lines.get(timeout=120))
+            found = re.search(r"embedded Tansu broker at 127\.0\.0\.1:(\d+) \(pid (\d+)", seen[-1])
+            if found:
+                port, broker_pid = int(found.group(1)), int(found.group(2))
+        assert broker_pid is not None and port is not None, "".join(seen)
+        assert _parent_of(broker_pid) == demo.pid and _listening(port)
+
+        demo.send_signal(signal.SIGTERM)
+        status = demo.wait(timeout=60)
+        # the demo stopped the broker and reaped it before it exited: no such process is left
+        assert _parent_of(broker_pid) is None, f"the broker (pid {broker_pid}) outlived the demo"
+        assert not _listening(port)
+        assert status >= 0, f"ended by the signal itself (status {status})"
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+        if broker_pid is not None and "broker" in _cmdline(broker_pid):
+            os.kill(broker_pid, signal.SIGKILL)  # left behind by a failing run: ours, by its PID
+        reader.join(timeout=5)
+        stderr.close()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
 
 
 def test_an_act_fails_on_a_missing_or_an_extra_diff() -> None:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from fleetplace.services.commands.simulate import InputError, run_sequence
+from fleetplace.services.commands.simulate_inputs import InputError
+from fleetplace.services.commands.simulate_sequence import run_sequence
 
 G = "cluster.open-cluster-management.io"
 DATA = Path(__file__).parent / "data"

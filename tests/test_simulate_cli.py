@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from fleetplace.services.cli import app
 
+from .piped import assert_lines_fit_content
 from .placement.builders import (
     addon,
     addon_score,
@@ -187,6 +188,30 @@ def test_table_output_renders() -> None:
     assert "AllDecisionsScheduled" in result.stdout
     for name in ("c1", "c2", "c3"):
         assert name in result.stdout
+
+
+def test_piped_tables_are_as_wide_as_their_content() -> None:
+    """The example fleet's every placement, through a real pipe: rules as wide as their titles,
+    tables as wide as their cells (the rule was once drawn across 100,000 columns)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fleetplace.services.cli",
+            "simulate",
+            "docs/examples/fleet.yaml",
+            "-o",
+            "table",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "apps/web" in done.stdout and "┏" in done.stdout
+    assert_lines_fit_content(done.stdout)
 
 
 def test_bad_placement_field_exits_2_naming_file_and_field(tmp_path: Path) -> None:

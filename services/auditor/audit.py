@@ -9,7 +9,7 @@ one. With several jobs the walk is cut into stretches checked in parallel (`para
 Layers, each importing only those below it: `audit` (this module: the whole history, the
 report) → `parallel` (stretches in processes) → `walk` (batch after batch) and `check`
 (one diff) → `replay` (a worker instance's state) → `history` and `batches`. The rollout diffs
-are checked beside them (`rollouts`: its own walk, check and report section).
+are checked beside them (`rollout_check`, with its own replay, walk and report section).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from fleetplace.services.auditor.history import Progress as HistoryProgress
 from fleetplace.services.auditor.parallel import check_in_parallel
 from fleetplace.services.auditor.queues import audit_app_placements
 from fleetplace.services.auditor.report import AuditReport, SeqProblem
-from fleetplace.services.auditor.rollouts import audit_rollouts
+from fleetplace.services.auditor.rollout_check import audit_rollouts
 from fleetplace.services.auditor.walk import Auditor, Progress
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.topics import Topics

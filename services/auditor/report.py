@@ -8,7 +8,7 @@ from typing import Any
 
 from fleetplace.services.auditor.history import InvalidDecision
 from fleetplace.services.auditor.queues import QueueAuditReport
-from fleetplace.services.auditor.rollouts import RolloutAuditReport
+from fleetplace.services.auditor.rollout_report import RolloutAuditReport
 
 
 def _shown(field_name: str, value: Any) -> Any:

@@ -28,9 +28,9 @@ from fleetplace.services.auditor.explain import Explanation, NoDecision, explain
 from fleetplace.services.auditor.export import current_decisions, current_sigmc_slices, kubernetes_objects
 from fleetplace.services.auditor.history import History, HistoryError, read_history
 from fleetplace.services.auditor.report import AuditReport
-from fleetplace.services.auditor.rollouts import RolloutAuditReport
+from fleetplace.services.auditor.rollout_report import RolloutAuditReport
 from fleetplace.services.auditor.whatif import PlacementWhatIf, what_if_engine, what_if_placement
-from fleetplace.services.commands.output import Output, parse_output, write_yaml
+from fleetplace.services.commands.output import Output, parse_output, table_console, write_yaml
 from fleetplace.services.commands.worker import Bootstrap, Prefix, _settings
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
 from fleetplace.shared.api.ocm import PLACEMENT_LABEL, Placement
@@ -154,7 +154,7 @@ def _load(settings: Settings, update: Callable[[str, int, int], None]) -> Histor
 
 
 def _print_report(report: AuditReport) -> None:
-    console = Console()
+    console = table_console()
     table = Table("placement", "checked", "reproduced", "mismatched", title="fleetplace audit")
     for key, tally in sorted(report.per_placement.items()):
         bad = tally.checked - tally.reproduced
@@ -428,7 +428,7 @@ def _placements_from(path: Path) -> list[Placement]:
 
 
 def _print_explanation(e: Explanation) -> None:
-    console = Console()
+    console = table_console()
     r = e.record
     trigger = r.trigger
     console.rule(f"{r.key} seq {r.seq}")
@@ -461,7 +461,7 @@ def _print_explanation(e: Explanation) -> None:
 
 
 def _print_what_if(results: list[dict[str, Any]] | list[PlacementWhatIf]) -> None:
-    console = Console()
+    console = table_console()
     for item in results:
         data = item.to_json() if isinstance(item, PlacementWhatIf) else item
         console.rule(f"{data['placement']}: {data['differed']} of {data['evaluations']} evaluations differ")

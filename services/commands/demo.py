@@ -44,6 +44,7 @@ from fleetplace.services.commands.demo_rollout import (
     rollout_document,
     rollout_line,
 )
+from fleetplace.services.commands.output import table_console
 from fleetplace.services.rollout.worker import RolloutWorker
 from fleetplace.services.scheduler.worker import SchedulerWorker
 from fleetplace.shared.bus.broker import EmbeddedBroker
@@ -712,9 +713,7 @@ def register(app: typer.Typer) -> None:
         Without KAFKA_BOOTSTRAP_SERVERS an embedded broker is started and stopped again. Each act
         checks the decision diffs it causes; the exit status is 1 if any act failed.
         """
-        console = Console()
-        if not console.is_terminal:  # a log or a pipe: wide enough for the tables
-            console = Console(width=120)
+        console = table_console()
         try:
             base = Settings()
         except ValidationError as exc:

@@ -1,8 +1,9 @@
 """What every command shares at the terminal: `-o json|yaml|table`, `-f FILE`, progress on stderr.
 
 Results go to stdout, one JSON object per line (`-o json`) or one YAML document each (`-o yaml`);
-tables are for people and do not wrap names when stdout is not a terminal, so `| grep` sees
-whole lines. Progress bars are drawn on stderr only when it is a terminal: a pipe or a log gets
+tables are for people. When stdout is not a terminal there is no width to fill: tables and text
+do not wrap, so `| grep` sees whole lines, and no line is longer than its content (a table is as
+wide as its widest row, a rule as wide as its title). Progress bars are drawn on stderr only when it is a terminal: a pipe or a log gets
 nothing.
 """
 
@@ -12,12 +13,15 @@ import enum
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 import typer
 import yaml
 from rich.console import Console
+from rich.rule import Rule
+from rich.style import Style
+from rich.text import Text
 
 __all__ = [
     "Bootstrap",
@@ -111,12 +115,39 @@ def write_yaml(value: Any) -> None:
     )
 
 
+# wider than any line a command prints: on a pipe nothing wraps
+_UNBOUNDED = 1_000_000
+# the rule characters either side of a rule's title on a pipe
+_RULE_ENDS = 2
+
+
+class _PipeConsole(Console):
+    """A console for a pipe or a file: nothing wraps, and nothing is drawn across the console's
+    width, which is no width the output has. Tables are as wide as their content already (they do
+    not expand); a rule is drawn as wide as its title."""
+
+    def __init__(self) -> None:
+        super().__init__(width=_UNBOUNDED, soft_wrap=True)
+
+    def rule(
+        self,
+        title: str | Text = "",
+        *,
+        characters: str = "─",
+        style: str | Style = "rule.line",
+        align: Literal["left", "center", "right"] = "center",
+    ) -> None:
+        text = self.render_str(title) if isinstance(title, str) else title
+        # the title, a space either side, and the rule's ends
+        width = text.cell_len + 2 + 2 * _RULE_ENDS if text.cell_len else 2 * _RULE_ENDS
+        self.print(Rule(title, characters=characters, style=style, align=align), width=width)
+
+
 def table_console() -> Console:
-    """A console for tables: the terminal's width, or, on a pipe, wide enough not to wrap."""
+    """The console every command prints tables and reports on: the terminal's, or on a pipe one
+    that prints each line as long as its content needs."""
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=100_000, soft_wrap=True)
-    return console
+    return console if console.is_terminal else _PipeConsole()
 
 
 @contextmanager

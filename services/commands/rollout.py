@@ -111,10 +111,9 @@ def simulate(
     ] = Output.TABLE,
 ) -> None:
     """Evaluate rollout scenarios and print each result, in input order."""
-    from rich.console import Console
+    from fleetplace.services.commands.output import table_console
 
-    # Piped output is read by programs and people alike: never wrap or cut cluster names.
-    console = Console() if sys.stdout.isatty() else Console(width=10_000, soft_wrap=True)
+    console = table_console()
     mismatched = False
     for path in paths:
         try:
@@ -180,9 +179,9 @@ def status(
     """Where a rollout stands, per cluster: group, status, since when, soak end or deadline, what next."""
     import asyncio
 
-    from rich.console import Console
     from rich.table import Table
 
+    from fleetplace.services.commands.output import table_console
     from fleetplace.services.commands.worker import _settings
     from fleetplace.services.rollout.listing import listed_lines
 
@@ -195,7 +194,7 @@ def status(
     if output is Output.JSON:
         sys.stdout.buffer.write(orjson.dumps(state) + b"\n")
         return
-    console = Console() if sys.stdout.isatty() else Console(width=10_000, soft_wrap=True)
+    console = table_console()
     table = Table("placement", "cluster", "group", "status", "since", "soak end / deadline", "next")
     for placement in state.get("placements", []):
         if placement.get("error"):
@@ -287,10 +286,11 @@ def explain(
 ) -> None:
     """The rollout's answer in force at a time, rebuilt from the topics: per placement and cluster
     its group, status, soak end or deadline, and the rule that put it there."""
-    from rich.console import Console
     from rich.table import Table
 
-    from fleetplace.services.auditor.rollouts import NoRolloutDiff, explain_rollout, read_rollout_history
+    from fleetplace.services.auditor.rollout_explain import NoRolloutDiff, explain_rollout
+    from fleetplace.services.auditor.rollout_log import read_rollout_history
+    from fleetplace.services.commands.output import table_console
     from fleetplace.services.commands.worker import _settings
     from fleetplace.shared.bus.codec import DecodeLimits
     from fleetplace.shared.bus.errors import BusError
@@ -322,7 +322,7 @@ def explain(
     if output is Output.JSON:
         sys.stdout.buffer.write(orjson.dumps(data) + b"\n")
         return
-    console = Console() if sys.stdout.isatty() else Console(width=10_000, soft_wrap=True)
+    console = table_console()
     record = data["record"]
     trigger = record["trigger"]
     console.rule(f"{key} seq {record['seq']}")

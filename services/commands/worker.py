@@ -65,6 +65,15 @@ HttpPort = Annotated[
         help="Port of /healthz, /readyz, /metrics; 0 picks a free one.",
     ),
 ]
+Clock = Annotated[
+    str,
+    typer.Option(
+        "--clock",
+        envvar="FLEETPLACE_CLOCK",
+        metavar="wall|topic",
+        help="Where time comes from: the wall clock, or the clock topic (replays, tests).",
+    ),
+]
 Instance = Annotated[
     str, typer.Option("--instance", metavar="NAME", help="Name of this instance (CloudEvents source).")
 ]
@@ -89,15 +98,7 @@ __all__ = ["Bootstrap", "Prefix", "register"]
 def worker_scheduler(
     bootstrap: Bootstrap = None,
     prefix: Prefix = None,
-    clock: Annotated[
-        str,
-        typer.Option(
-            "--clock",
-            envvar="FLEETPLACE_CLOCK",
-            metavar="wall|topic",
-            help="Where time comes from: the wall clock, or the clock topic (replays, tests).",
-        ),
-    ] = DEFAULTS["clock"],
+    clock: Clock = DEFAULTS["clock"],
     http_port: HttpPort = DEFAULTS["http_port"],
     group: Annotated[
         str,
@@ -149,21 +150,23 @@ def worker_queues(
 def worker_rollout(
     bootstrap: Bootstrap = None,
     prefix: Prefix = None,
-    clock: Annotated[str | None, typer.Option("--clock", help="wall (default) or topic.")] = None,
-    http_port: Annotated[
-        int | None, typer.Option("--http-port", help="Port of /healthz, /readyz, /metrics (0: any).")
-    ] = None,
+    clock: Clock = DEFAULTS["clock"],
+    http_port: HttpPort = DEFAULTS["http_port"],
     group: Annotated[
-        str | None, typer.Option("--group", help="Consumer group of the rollout instances.")
-    ] = None,
-    instance: Annotated[
-        str, typer.Option("--instance", help="Name of this instance (CloudEvents source).")
-    ] = "rollout",
+        str,
+        typer.Option(
+            "--group",
+            envvar="FLEETPLACE_ROLLOUT_GROUP_ID",
+            metavar="GROUP",
+            help="Consumer group of the rollout instances.",
+        ),
+    ] = DEFAULTS["rollout_group_id"],
+    instance: Instance = "rollout",
 ) -> None:
     """Consume placement decisions, rollouts and deployers' reports; publish rollout diffs."""
     from fleetplace.services.rollout.worker import run_rollout_worker
 
-    if clock not in (None, "wall", "topic"):
+    if clock not in ("wall", "topic"):
         typer.echo(f"error: --clock: expected wall or topic, got {clock!r}", err=True)
         raise typer.Exit(2)
     settings = _settings(bootstrap, prefix, clock=clock, http_port=http_port, rollout_group_id=group)

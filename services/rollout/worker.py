@@ -29,14 +29,13 @@ from fleetplace.services.lifecycle import (
     WorkerRuntime,
     run_until_signalled,
 )
-from fleetplace.services.rollout.core import InvalidRecord, RolloutChange, RolloutProcessor
-from fleetplace.shared.api.objects import ObjectError
-from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
+from fleetplace.services.rollout.core import RolloutChange, RolloutProcessor
+from fleetplace.services.rollout.ingest import ingest
+from fleetplace.shared.bus.codec import DecodedRecord, DecodeLimits, encode_json
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
-from fleetplace.shared.bus.errors import DecodeError
 from fleetplace.shared.bus.kafka import Batch, caught_up, send_all
 from fleetplace.shared.bus.records import OutgoingRecord, Record
-from fleetplace.shared.bus.topics import Topics, rollout_of, rollout_partition
+from fleetplace.shared.bus.topics import Topics, rollout_partition
 from fleetplace.shared.logging import get_logger
 from fleetplace.shared.settings import Settings
 
@@ -208,31 +207,28 @@ class RolloutWorker:
             self._next[f"{topic}/{record.partition}"] = record.offset + 1
         if topic == "rollout-decisions" and self._applied_already(record):
             return None
-        try:
-            decoded = decode_record(record, self.limits)
-            if topic == "clock":
-                if decoded.value is not None:
-                    self.clock.observe(decoded.value)
-                return None
-            if topic == "rollout-status" and self._partitions:
-                expected = rollout_partition(decoded.key, self._partitions)
-                if record.partition != expected:
-                    raise InvalidRecord(
-                        f"on partition {record.partition}; reports of {rollout_of(decoded.key)} belong on "
-                        f"partition {expected}, the partition of the rollout's key"
-                    )
-            self.processor.apply(topic, decoded.key, decoded.value, record.timestamp_ms)
-        except (DecodeError, ObjectError, ValueError, KeyError, TypeError) as e:
-            self.metrics.deadletters.labels(topic).inc()
-            log.warning(
-                "record dead-lettered",
-                topic=topic,
-                partition=record.partition,
-                offset=record.offset,
-                error=str(e),
-            )
-            return dead_letter(record, str(e), topic=self.topics.deadletter, source=self.source)
-        return None
+        rejection = ingest(
+            self.processor, topic, record, self._partitions, self.limits, own=self._clock_record
+        )
+        if rejection is None:
+            return None
+        self.metrics.deadletters.labels(topic).inc()
+        log.warning(
+            "record dead-lettered",
+            topic=topic,
+            partition=record.partition,
+            offset=record.offset,
+            error=rejection.reason,
+        )
+        return dead_letter(record, rejection.reason, topic=self.topics.deadletter, source=self.source)
+
+    def _clock_record(self, topic: str, decoded: DecodedRecord) -> bool:
+        """A `clock` record moves the worker's clock (with `--clock topic`) and nothing else."""
+        if topic != "clock":
+            return False
+        if decoded.value is not None:
+            self.clock.observe(decoded.value)
+        return True
 
     def _applied_already(self, record: Record) -> bool:
         """Our own diff coming back: its seq (ce_resourceversion) is already held."""

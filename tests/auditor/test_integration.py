@@ -29,6 +29,7 @@ from fleetplace.shared.bus.topics import CATALOGUE, Topics, ensure_topics
 from fleetplace.shared.testing import unique_topic_prefix
 from tests.auditor.copying import copy_topics
 from tests.auditor.offline import ADDON, GOLD, UNREACHABLE, base_fleet, cluster, placement, score
+from tests.piped import assert_lines_fit_content
 from tests.scheduler.harness import Bus, running, settings_for
 
 pytestmark = pytest.mark.integration
@@ -164,6 +165,7 @@ def test_every_decision_of_a_busy_run_reproduces(broker: str, run: Run) -> None:
     result = CliRunner().invoke(_cli(), ["audit", "--bootstrap", broker, "--prefix", run.prefix])
     assert result.exit_code == 0
     assert "every decision reproduces" in result.stdout
+    assert_lines_fit_content(result.stdout)
 
 
 def test_a_forged_decision_record_is_the_only_mismatch(broker: str, run: Run) -> None:
@@ -240,6 +242,7 @@ def test_explain_gives_the_decision_in_force_its_record_and_the_explanation(brok
         _cli(), ["explain", "ns1/tol", "--at", at, "--bootstrap", broker, "--prefix", run.prefix]
     )
     assert text.exit_code == 0 and "TaintToleration" in text.stdout and "reproduces" in text.stdout
+    assert_lines_fit_content(text.stdout)
 
     missing = CliRunner().invoke(
         _cli(),
@@ -317,6 +320,11 @@ def test_what_if_a_longer_toleration_keeps_the_tainted_cluster_until_it_recovers
     )
     assert cli.exit_code == 0, cli.output
     assert orjson.loads(cli.stdout)[0]["differed"] == len(differed)
+    table = CliRunner().invoke(
+        _cli(), ["what-if", "--placement-file", str(path), "--bootstrap", broker, "--prefix", run.prefix]
+    )
+    assert table.exit_code == 0 and "ns1/tol" in table.stdout, table.output
+    assert_lines_fit_content(table.stdout)
     engine = CliRunner().invoke(
         _cli(), ["what-if", "--engine-only", "--json", "--bootstrap", broker, "--prefix", run.prefix]
     )

@@ -17,13 +17,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fleetplace.services.auditor.history import History
-from fleetplace.services.auditor.rollouts import (
-    NoRolloutDiff,
-    RolloutLog,
-    audit_rollouts,
-    explain_rollout,
-    read_rollout_topics,
-)
+from fleetplace.services.auditor.rollout_check import audit_rollouts
+from fleetplace.services.auditor.rollout_explain import NoRolloutDiff, explain_rollout
+from fleetplace.services.auditor.rollout_log import RolloutLog, read_rollout_topics
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.kafka import make_producer, start_client
 from fleetplace.shared.bus.records import Record
@@ -31,6 +27,7 @@ from fleetplace.shared.bus.topics import Topics, ensure_topics
 from fleetplace.shared.rollout import Instant
 from fleetplace.shared.testing import unique_topic_prefix
 from tests.auditor.copying import copy_topics
+from tests.piped import assert_lines_fit_content
 from tests.rollout_worker.builders import CANARY, placement_decisions, report, rollout_object
 from tests.rollout_worker.harness import RolloutBus, running, settings_for
 
@@ -156,6 +153,7 @@ def test_fleetplace_audit_reports_the_rollout_diffs(broker: str, run: Run) -> No
     table = CliRunner().invoke(_cli(), ["audit", "--bootstrap", broker, "--prefix", run.prefix])
     assert table.exit_code == 0
     assert "rollout diffs" in table.stdout and "every decision reproduces" in table.stdout
+    assert_lines_fit_content(table.stdout)
 
 
 async def _publish(broker: str, topic: str, key: str, value: dict[str, Any], partition: int) -> None:
@@ -238,10 +236,19 @@ def test_rollout_explain_command(broker: str, run: Run) -> None:
     table = CliRunner().invoke(_cli(), ["rollout", "explain", "apps/web", "--at", T % 5, *common])
     assert table.exit_code == 0
     assert "soaking for minSuccessTime" in table.stdout
+    assert_lines_fit_content(table.stdout)
     early = CliRunner().invoke(
         _cli(), ["rollout", "explain", "apps/web", "--at", "2025-01-01T00:00:00Z", *common]
     )
     assert early.exit_code == 1
+
+
+def test_rollout_status_table_on_a_pipe_fits_its_content(broker: str, run: Run) -> None:
+    common = ["--bootstrap", broker, "--prefix", run.prefix]
+    status = CliRunner().invoke(_cli(), ["rollout", "status", "apps/web", *common])
+    assert status.exit_code == 0, status.output
+    assert "c1" in status.stdout and "┏" in status.stdout
+    assert_lines_fit_content(status.stdout)
 
 
 # Fields a diff decided that the next diff does not start from (`clusters`, `revision` and

@@ -12,7 +12,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleetplace.services.commands.simulate import Scenario, _objects, run_scenario
+from fleetplace.services.commands.simulate_inputs import read_objects
+from fleetplace.services.commands.simulate_scenarios import Scenario, run_scenario
 from fleetplace.shared.api.objects import parse_object
 from fleetplace.shared.placement import fleet_of, schedule
 from fleetplace.shared.placement.options import EngineOptions
@@ -24,7 +25,7 @@ EXAMPLES = Path(__file__).parents[2] / "docs" / "examples" / "spread"
 
 def scenario(doc: dict[str, Any], name: str = "t") -> Scenario:
     docs = [(f"{name}[{i}]", o) for i, o in enumerate(doc["objects"])]
-    return Scenario(name, doc.get("name"), NOW, doc["placement"], _objects(docs))
+    return Scenario(name, doc.get("name"), NOW, doc["placement"], read_objects(docs))
 
 
 def test_the_worked_examples_in_the_docs_hold() -> None:

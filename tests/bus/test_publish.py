@@ -23,6 +23,7 @@ from fleetplace.shared.bus.publish import (
 )
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import Topics, ensure_topics
+from tests.piped import assert_lines_fit_content
 
 FLEET_YAML = """\
 apiVersion: cluster.open-cluster-management.io/v1
@@ -262,6 +263,9 @@ def test_topics_commands_create_and_list(broker: str, topic_prefix: str) -> None
         "rollout-state",
     }
     assert "warning: " + topic_prefix + "placements has 4 partitions, planned 6" in listed.stderr
+    table = runner.invoke(_cli(), ["topics", "list", *common[:-2]])
+    assert table.exit_code == 0 and "rollout-decisions" in table.stdout, table.output
+    assert_lines_fit_content(table.stdout)
 
 
 def test_unparseable_file_is_named() -> None:

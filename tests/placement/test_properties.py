@@ -14,7 +14,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetplace.services.commands.simulate import Scenario, run_scenario
+from fleetplace.services.commands.simulate_scenarios import Scenario, run_scenario
 from fleetplace.shared.api.objects import parse_object
 from fleetplace.shared.placement import ScheduleResult, fleet_of, schedule
 

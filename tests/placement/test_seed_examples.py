@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fleetplace.services.commands.simulate import Scenario, run_scenario, scenarios_of
+from fleetplace.services.commands.simulate_scenarios import Scenario, run_scenario, scenarios_of
 
 from .builders import (
     NOW,

@@ -11,6 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from fleetplace.services.commands.rollout import register
+from tests.piped import assert_lines_fit_content
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "rollout-ocm-unit-sample.json"
 
@@ -117,3 +118,4 @@ def test_table_output_does_not_wrap_cluster_names_when_piped(app: typer.Typer, t
     assert result.exit_code == 0
     assert GOOD["decisionGroups"][0]["clusters"][0] in result.stdout
     assert "good" in result.stdout and "error:" in result.stdout
+    assert_lines_fit_content(result.stdout)

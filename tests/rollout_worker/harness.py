@@ -74,13 +74,19 @@ class RolloutBus:
                     self.deadletters.append(value)
 
     async def send(
-        self, topic: str, key: str, value: dict[str, Any] | None, by_rollout: bool = False
+        self,
+        topic: str,
+        key: str,
+        value: dict[str, Any] | None,
+        by_rollout: bool = False,
+        partition_of: str | None = None,
     ) -> None:
+        """`by_rollout`: on the partition of the key's rollout; `partition_of`: of that key."""
         record = OutgoingRecord(
             self.topics.name(topic),
             key,
             None if value is None else encode_json(value),
-            partition_key=rollout_of(key) if by_rollout else None,
+            partition_key=partition_of or (rollout_of(key) if by_rollout else None),
         )
         await send_all(self._producer, [record])
 

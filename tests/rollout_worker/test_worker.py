@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.bus.topics import ROLLOUTS, Topics, planned_partitions, rollout_partition
 from tests.rollout_worker.builders import CANARY, placement_decisions, report, rollout_object
 from tests.rollout_worker.harness import RolloutBus, running, settings_for
 
@@ -88,6 +88,22 @@ async def test_a_misrouted_or_invalid_report_goes_to_the_dead_letter_topic(
         await bus.send("rollout-status", "apps/web/c1", report("Succeeded"), by_rollout=False)
         await bus.wait_for(lambda: len(bus.deadletters) >= 1, what="dead letters")
         assert any("status" in d["error"] for d in bus.deadletters)
+
+
+async def test_a_rollout_on_another_partition_than_its_keys_goes_to_the_dead_letter_topic(
+    broker: str, topics: Topics
+) -> None:
+    """Whether it would be evaluated depends on which instance owns which partition (this one
+    owns all); the worker refuses it in a dead letter, and the auditor's replay skips it alike
+    (test_ingest.py), so the decisions published are the ones the audit reproduces."""
+    partitions = planned_partitions()[ROLLOUTS]
+    own = rollout_partition("apps/web", partitions)
+    elsewhere = next(k for k in (f"x/{i}" for i in range(100)) if rollout_partition(k, partitions) != own)
+    async with RolloutBus(broker, topics) as bus, running(settings_for(broker, topics.prefix)):
+        await bus.send("rollouts", "apps/web", rollout_object("apps/web"), partition_of=elsewhere)
+        await bus.wait_for(lambda: len(bus.deadletters) >= 1, what="the dead letter")
+        (letter,) = bus.deadletters
+        assert f"belong on partition {own}" in letter["error"], letter
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
