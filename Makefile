@@ -78,8 +78,10 @@ bench-engine: $(NATIVE)
 bench-queues: $(NATIVE)
 	$(BIN)/python -m tests.bench.queues
 
+# the fleet as ManagedClusters, then the same fleet as ClusterProfiles
 bench-e2e: $(NATIVE)
 	$(BIN)/python -m tests.bench.e2e
+	$(BIN)/python -m tests.bench.e2e --profiles
 
 bench-audit: $(NATIVE)
 	$(BIN)/python -m tests.bench.audit

@@ -22,6 +22,7 @@ Both lines carry `workers`, the number of worker processes.
     python -m tests.bench.e2e --quick     # 1,000 placements, 5 changes
     python -m tests.bench.e2e --workers 1 # one worker process
     python -m tests.bench.e2e --profile worker.prof   # the (first) worker under cProfile
+    python -m tests.bench.e2e --profiles  # the clusters as ClusterProfiles (cluster-profiles topic)
 
 The broker is the embedded one unless FLEETPLACE_TEST_BOOTSTRAP names another.
 """
@@ -65,7 +66,7 @@ from fleetplace.shared.bus.kafka import (
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import DEFAULT_WORK_PARTITIONS, Topics
 from fleetplace.shared.testing import create_topics, running_broker
-from tests.bench.scenario import fleet_objects, placement
+from tests.bench.scenario import fleet_objects, placement, profile_of
 
 CLUSTERS = 1000
 NAMESPACE = "bench"
@@ -77,6 +78,7 @@ TOPIC_OF = {
     "ManagedClusterSet": "clustersets",
     "ManagedClusterSetBinding": "clustersetbindings",
     "Placement": "placements",
+    "ClusterProfile": "cluster-profiles",
 }
 # The worker's producer settings, so the pass-through is the same kind of client.
 PRODUCER = {"linger_ms": 5, "max_batch_size": 262144}
@@ -360,9 +362,10 @@ async def run_changes(
     http_ports: Sequence[int],
     placements: int,
     changes: int,
+    profiles: bool = False,
 ) -> list[float]:
     """Toggle one cluster's allocatable CPU; per change, ms until the last diff it caused was read."""
-    fleet = {key_of(o): o for o in fleet_objects(CLUSTERS) if o["kind"] == "ManagedCluster"}
+    fleet = {o["metadata"]["name"]: o for o in fleet_objects(CLUSTERS) if o["kind"] == "ManagedCluster"}
     cpu_of = {name: int(o["status"]["allocatable"]["cpu"]) for name, o in fleet.items()}
     target = most_picked(decisions, cpu_of)
     # the fleet's own bounds: the other clusters' resource scores stay as they are
@@ -374,6 +377,8 @@ async def run_changes(
     for k in range(changes):
         obj = orjson.loads(orjson.dumps(fleet[target]))
         obj["status"]["allocatable"]["cpu"] = str(low if k % 2 == 0 else high)
+        if profiles:
+            obj = profile_of(obj)
         await settle(decisions, http_ports)
         evaluated_before, built_before = await asyncio.to_thread(counts, http_ports)
         first = len(decisions.arrivals)
@@ -448,7 +453,7 @@ async def wait_live(decisions: Tail, http_ports: Sequence[int], warmup: set[str]
         await asyncio.sleep(0.1)
 
 
-async def main(quick: bool, workers: int, profile: str | None) -> None:
+async def main(quick: bool, workers: int, profile: str | None, profiles: bool = False) -> None:
     n = 1000 if quick else 10_000
     changes = 5 if quick else 20
     with running_broker() as bootstrap:
@@ -460,7 +465,8 @@ async def main(quick: bool, workers: int, profile: str | None) -> None:
         await start_client(producer)
         try:
             t0 = time.monotonic()
-            await send_all(producer, [record_of(topics, o) for o in fleet_objects(CLUSTERS)])
+            fleet = fleet_objects(CLUSTERS, profiles=profiles)
+            await send_all(producer, [record_of(topics, o) for o in fleet])
             # placements outside the benchmark's namespace: their decisions show the workers are live
             warmup = [placement(WARMUP_NAMESPACE, i) for i in range(WARMUP_PLACEMENTS)]
             await send_all(producer, [record_of(topics, o) for o in warmup])
@@ -474,7 +480,9 @@ async def main(quick: bool, workers: int, profile: str | None) -> None:
                     await wait_live(decisions, http_ports, {key_of(o) for o in warmup})
                     note(f"{workers} worker(s) live after {time.monotonic() - t0:.2f} s")
                     rate = await run_placements(producer, decisions, placements)
-                    latencies = await run_changes(topics, producer, decisions, http_ports, n, changes)
+                    latencies = await run_changes(
+                        topics, producer, decisions, http_ports, n, changes, profiles
+                    )
             payloads = [(str(r.key), r.value or b"") for r in placements]
             limit = await run_passthrough(bootstrap, prefix, payloads)
         finally:
@@ -483,7 +491,7 @@ async def main(quick: bool, workers: int, profile: str | None) -> None:
     emit(
         {
             "bench": "e2e",
-            "run": f"placements-{n}x{CLUSTERS}",
+            "run": f"placements-{n}x{CLUSTERS}" + ("-profiles" if profiles else ""),
             "placements_per_second": round(rate, 1),
             "bus_passthrough_per_second": round(limit, 1),
             "ratio": round(rate / limit, 3),
@@ -493,7 +501,7 @@ async def main(quick: bool, workers: int, profile: str | None) -> None:
     emit(
         {
             "bench": "e2e",
-            "run": "cluster-change",
+            "run": "cluster-change" + ("-profiles" if profiles else ""),
             "change_p50_ms": round(statistics.median(latencies), 1),
             "change_p99_ms": round(percentile(latencies, 99), 1),
             "workers": workers,
@@ -513,12 +521,15 @@ def cli(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--profile", metavar="FILE", help="run the first worker under cProfile, stats to FILE"
     )
+    parser.add_argument(
+        "--profiles", action="store_true", help="the clusters as ClusterProfiles instead of ManagedClusters"
+    )
     parser.add_argument("--passthrough", nargs=4, metavar=("BOOTSTRAP", "SOURCE", "SINK", "GROUP"))
     args = parser.parse_args(argv)
     if args.passthrough:  # the child process of the bus-limit run
         asyncio.run(passthrough(*args.passthrough))
         return
-    asyncio.run(main(args.quick, args.workers, args.profile))
+    asyncio.run(main(args.quick, args.workers, args.profile, args.profiles))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """`make bench-engine`: OCM's benchmark scenario through the engine, one JSON line per run.
 
 Runs: 1,000 and 10,000 placements scheduled one after another over 1,000 clusters (Balance sees
-the decisions made so far), and one schedule over 1,000 / 5,000 / 20,000 clusters (median).
+the decisions made so far), the 10,000 again with the clusters read from ClusterProfiles (and
+their ratio to the ManagedCluster run), and one schedule over 1,000 / 5,000 / 20,000 clusters
+(median).
 """
 
 from __future__ import annotations
@@ -14,17 +16,25 @@ from datetime import UTC, datetime
 
 import orjson
 
+from fleetplace.shared.api.cluster_profiles import ClusterProfile
+from fleetplace.shared.api.cluster_sources import fold_cluster_sources
 from fleetplace.shared.api.objects import parse_object
+from fleetplace.shared.api.ocm import ClusterTaints
+from fleetplace.shared.api.rollouts import Rollout
 from fleetplace.shared.placement import PlacementEngine, apply_object, schedule
 from tests.bench.scenario import fleet_objects, placement, spread_placement
 
 NOW = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
 
 
-def _engine(clusters: int) -> PlacementEngine:
+def _engine(clusters: int, *, profiles: bool = False) -> PlacementEngine:
+    """The benchmark fleet; with `profiles`, its clusters read from ClusterProfiles the way
+    `simulate` reads them."""
     engine = PlacementEngine()
-    for raw in fleet_objects(clusters):
-        apply_object(engine.fleet, parse_object(raw), raw)
+    objects = [(parse_object(raw), raw) for raw in fleet_objects(clusters, profiles=profiles)]
+    for obj, raw in fold_cluster_sources(objects) if profiles else objects:
+        assert not isinstance(obj, ClusterProfile | ClusterTaints | Rollout)
+        apply_object(engine.fleet, obj, raw)
     return engine
 
 
@@ -37,8 +47,8 @@ def emit(line: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
-def run_placements(n: int, clusters: int = 1000, *, spread: bool = False) -> float:
-    engine = _engine(clusters)
+def run_placements(n: int, clusters: int = 1000, *, spread: bool = False, profiles: bool = False) -> float:
+    engine = _engine(clusters, profiles=profiles)
     make = spread_placement if spread else placement
     placements = [parse_object(make("bench", i)) for i in range(n)]
     for p in placements:
@@ -53,7 +63,9 @@ def run_placements(n: int, clusters: int = 1000, *, spread: bool = False) -> flo
     emit(
         {
             "bench": "engine",
-            "run": f"placements-{n}x{clusters}" + ("-spread" if spread else ""),
+            "run": f"placements-{n}x{clusters}"
+            + ("-spread" if spread else "")
+            + ("-profiles" if profiles else ""),
             "placements_per_second": round(rate, 1),
             "peak_rss_mb": round(_peak_rss_mb(), 1),
         }
@@ -90,6 +102,8 @@ def main() -> None:
     plain = run_placements(10000)
     spread = run_placements(10000, spread=True)
     emit({"bench": "engine", "run": "spread-vs-plain", "ratio": round(spread / plain, 3)})
+    profiles = run_placements(10000, profiles=True)
+    emit({"bench": "engine", "run": "profiles-vs-managed", "ratio": round(profiles / plain, 3)})
     for n in (1000, 5000, 20000):
         run_single(n)
 
