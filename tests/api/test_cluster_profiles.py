@@ -322,3 +322,28 @@ def test_engine_unchanged_for_managed_clusters() -> None:
     p = _processor_with(("clusters", "c1", cluster("c1", labels={"a": "b"})))
     assert p.fleet.clusters["c1"].labels["a"] == "b"
     assert isinstance(p.engine, PlacementEngine)
+
+
+def test_a_sequence_gives_the_same_decisions_step_by_step_from_profiles(tmp_path: Path) -> None:
+    # the worker's stepwise semantics: profiles and ClusterTaints are ingested as records, taints
+    # expire as time moves, a cluster's upsert in a later step replaces its profile and taints
+    data = Path(__file__).resolve().parent.parent / "data" / "sequence-tolerations.json"
+    sequences = json.loads(data.read_text())
+    for seq in sequences:
+        seq["initial"]["objects"] = as_profiles(seq["initial"]["objects"])
+        for step in seq["steps"]:
+            if "upsert" in step:
+                step["upsert"] = as_profiles(step["upsert"])
+            assert all(d["kind"] != "ManagedCluster" for d in step.get("delete", []))
+    converted = tmp_path / "profiles.json"
+    converted.write_text(json.dumps(sequences))
+
+    def run(path: Path) -> list[dict[str, Any]]:
+        result = CliRunner().invoke(app, ["simulate", "--sequence", str(path)])
+        assert result.exit_code == 0, result.output
+        return [json.loads(x) for x in result.stdout.splitlines() if x.startswith("{")]
+
+    assert "ClusterTaints" in converted.read_text()
+    original, profiles = run(data), run(converted)
+    assert len(original) >= 4
+    assert profiles == original
