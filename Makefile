@@ -12,6 +12,7 @@ COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/n
 .PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit bench-rollout clean
 
 $(STAMP): pyproject.toml
+	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip 'setuptools>=77' wheel
 	FLEETPLACE_PURE_PYTHON=1 $(BIN)/python -m pip install --quiet -e '.[dev]'
@@ -19,12 +20,14 @@ $(STAMP): pyproject.toml
 
 # The modules listed in shared/native.py compiled with mypyc, in place, rebuilt when one of them
 # (or that list) changes: a stale extension would shadow the edited .py. Other modules are never
-# compiled, so editing them needs no rebuild. FLEETPLACE_PURE_PYTHON=1 builds none.
+# compiled, so editing them needs no rebuild. FLEETPLACE_PURE_PYTHON=1 builds none. The project is
+# installed editable ($(STAMP)), so the extensions built beside their sources are what it imports:
+# setup.py runs once (through pip it ran mypyc twice) and says what each phase is doing.
 $(NATIVE): $(STAMP) setup.py shared/native.py $(COMPILED_SOURCES)
 	rm -f $(VENV)/.native-*
 	find shared services -name '*.so' -delete
 	rm -rf build
-	$(BIN)/python -m pip install --quiet --no-build-isolation --no-deps -e .
+	$(BIN)/python setup.py --quiet build_ext --inplace
 	touch $(NATIVE)
 
 native:

@@ -14,9 +14,11 @@ import runpy
 import shutil
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
 NATIVE = runpy.run_path(str(HERE / "shared" / "native.py"))
@@ -35,7 +37,25 @@ def extensions() -> list[object]:
         print(f"fleetplace: no C compiler ({compiler}); building the pure Python package", file=sys.stderr)
         return []
     paths = [NATIVE["package_path_of"](module) for module in NATIVE["MODULES"]]
-    return list(mypycify(paths, opt_level="3", group_name=NATIVE["GROUP"]))
+    say(f"mypyc: type-checking the {len(paths)} modules of shared/native.py and translating them to C")
+    # verbose: a line per module translated, and the time of each phase
+    return list(mypycify(paths, opt_level="3", group_name=NATIVE["GROUP"], verbose=True))
 
 
-setup(ext_modules=extensions())
+def say(line: str) -> None:
+    print(f"fleetplace: {line}", file=sys.stderr, flush=True)
+
+
+class BuildExtensions(build_ext):
+    """The C compiler's step, the longest, said before it starts and timed."""
+
+    def run(self) -> None:
+        if self.extensions:
+            say(f"compiling the generated C into {len(self.extensions)} extension modules (the longest step)")
+        started = time.monotonic()
+        super().run()
+        if self.extensions:
+            say(f"compiled in {time.monotonic() - started:.0f} s")
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExtensions})

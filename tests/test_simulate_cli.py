@@ -190,25 +190,23 @@ def test_table_output_renders() -> None:
         assert name in result.stdout
 
 
-def test_piped_tables_are_as_wide_as_their_content() -> None:
-    """The example fleet's every placement, through a real pipe: rules as wide as their titles,
-    tables as wide as their cells (the rule was once drawn across 100,000 columns)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fleetplace.services.cli",
-            "simulate",
-            "docs/examples/fleet.yaml",
-            "-o",
-            "table",
-        ],
+def simulate_process(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`fleetplace simulate ARGS` as its own process, its stdout a pipe."""
+    return subprocess.run(
+        [sys.executable, "-m", "fleetplace.services.cli", "simulate", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=ROOT,
         check=False,
         timeout=60,
     )
+
+
+def test_piped_tables_are_as_wide_as_their_content() -> None:
+    """The example fleet's every placement, through a real pipe: rules as wide as their titles,
+    tables as wide as their cells (the rule was once drawn across 100,000 columns)."""
+    done = simulate_process("docs/examples/fleet.yaml", "-o", "table")
     assert done.returncode == 0, done.stderr
     assert "apps/web" in done.stdout and "┏" in done.stdout
     assert_lines_fit_content(done.stdout)
@@ -263,15 +261,7 @@ def test_unknown_kind_exits_2(tmp_path: Path) -> None:
 
 def test_the_installed_entry_point_reads_stdin() -> None:
     text = json.dumps(scenario(tolerations=[toleration("k", "Exists", seconds=30)]))
-    done = subprocess.run(
-        [sys.executable, "-m", "fleetplace.services.cli", "simulate", "-"],
-        input=text,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-        timeout=60,
-    )
+    done = simulate_process("-", stdin=text)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["decisions"] == ["c1", "c2", "c3"]
 

@@ -28,10 +28,7 @@ from fleetplace.services.auditor.rollout_report import (
     RolloutMismatch,
     RolloutSeqProblem,
 )
-from fleetplace.shared.bus.codec import (
-    DEFAULT_LIMITS,
-    DecodeLimits,
-)
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.rollout import Instant
 
 # What a rollout diff decided; a diff reproduces when every one of them is recomputed equal.

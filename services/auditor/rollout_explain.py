@@ -12,10 +12,7 @@ from fleetplace.services.auditor.rollout_check import decided, differing
 from fleetplace.services.auditor.rollout_log import RolloutDiffRecord, RolloutLog
 from fleetplace.services.auditor.rollout_replay import RolloutReplay, RolloutWalk
 from fleetplace.services.rollout.listing import ClusterLine, Reported, placement_lines
-from fleetplace.shared.bus.codec import (
-    DEFAULT_LIMITS,
-    DecodeLimits,
-)
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.rollout import Instant, RolloutStrategy, StrategyType
 
 

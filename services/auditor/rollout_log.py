@@ -10,12 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetplace.services.auditor.history import ROLLOUT_TOPICS, History, Progress, read_topics
-from fleetplace.shared.bus.codec import (
-    DEFAULT_LIMITS,
-    DecodeError,
-    DecodeLimits,
-    decode_object,
-)
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
 from fleetplace.shared.bus.envelope import H_SOURCE
 from fleetplace.shared.bus.kafka import TP, parse_watermark_key
 from fleetplace.shared.bus.records import Record

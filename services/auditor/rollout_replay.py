@@ -14,23 +14,12 @@ from typing import Any
 
 from fleetplace.services.auditor.history import History
 from fleetplace.services.auditor.rollout_log import RolloutDiffRecord, RolloutLog
-from fleetplace.services.rollout.core import (
-    RolloutProcessor,
-    Trigger,
-)
+from fleetplace.services.rollout.core import RolloutProcessor, Trigger
 from fleetplace.services.rollout.ingest import ingest
-from fleetplace.shared.bus.codec import (
-    DEFAULT_LIMITS,
-    DecodeLimits,
-)
+from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.kafka import TP
 from fleetplace.shared.bus.records import Record
-from fleetplace.shared.bus.topics import (
-    PLACEMENT_DECISIONS,
-    ROLLOUT_DECISIONS,
-    ROLLOUT_STATUS,
-    ROLLOUTS,
-)
+from fleetplace.shared.bus.topics import PLACEMENT_DECISIONS, ROLLOUT_DECISIONS, ROLLOUT_STATUS, ROLLOUTS
 from fleetplace.shared.rollout import Instant
 
 

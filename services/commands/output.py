@@ -3,8 +3,8 @@
 Results go to stdout, one JSON object per line (`-o json`) or one YAML document each (`-o yaml`);
 tables are for people. When stdout is not a terminal there is no width to fill: tables and text
 do not wrap, so `| grep` sees whole lines, and no line is longer than its content (a table is as
-wide as its widest row, a rule as wide as its title). Progress bars are drawn on stderr only when it is a terminal: a pipe or a log gets
-nothing.
+wide as its widest row, a rule as wide as its title). Progress bars are drawn on stderr only when
+it is a terminal: a pipe or a log gets nothing.
 """
 
 from __future__ import annotations

@@ -74,6 +74,15 @@ Clock = Annotated[
         help="Where time comes from: the wall clock, or the clock topic (replays, tests).",
     ),
 ]
+
+
+def _group(envvar: str, workers: str) -> Any:
+    """The --group option of a worker: the consumer group its instances share."""
+    return typer.Option(
+        "--group", envvar=envvar, metavar="GROUP", help=f"Consumer group of the {workers} instances."
+    )
+
+
 Instance = Annotated[
     str, typer.Option("--instance", metavar="NAME", help="Name of this instance (CloudEvents source).")
 ]
@@ -100,15 +109,9 @@ def worker_scheduler(
     prefix: Prefix = None,
     clock: Clock = DEFAULTS["clock"],
     http_port: HttpPort = DEFAULTS["http_port"],
-    group: Annotated[
-        str,
-        typer.Option(
-            "--group",
-            envvar="FLEETPLACE_SCHEDULER_GROUP_ID",
-            metavar="GROUP",
-            help="Consumer group of the scheduler instances.",
-        ),
-    ] = DEFAULTS["scheduler_group_id"],
+    group: Annotated[str, _group("FLEETPLACE_SCHEDULER_GROUP_ID", "scheduler")] = DEFAULTS[
+        "scheduler_group_id"
+    ],
     instance: Instance = "scheduler",
 ) -> None:
     """Consume the fleet and placement topics; publish decision diffs."""
@@ -127,15 +130,9 @@ def worker_queues(
     bootstrap: Bootstrap = None,
     prefix: Prefix = None,
     http_port: HttpPort = DEFAULTS["http_port"],
-    group: Annotated[
-        str,
-        typer.Option(
-            "--group",
-            envvar="FLEETPLACE_QUEUE_PLACER_GROUP_ID",
-            metavar="GROUP",
-            help="Consumer group of the queue-placer instances.",
-        ),
-    ] = DEFAULTS["queue_placer_group_id"],
+    group: Annotated[str, _group("FLEETPLACE_QUEUE_PLACER_GROUP_ID", "queue-placer")] = DEFAULTS[
+        "queue_placer_group_id"
+    ],
     instance: Instance = "queues",
 ) -> None:
     """Consume queue configs and application submissions; publish queue placements."""
@@ -152,15 +149,7 @@ def worker_rollout(
     prefix: Prefix = None,
     clock: Clock = DEFAULTS["clock"],
     http_port: HttpPort = DEFAULTS["http_port"],
-    group: Annotated[
-        str,
-        typer.Option(
-            "--group",
-            envvar="FLEETPLACE_ROLLOUT_GROUP_ID",
-            metavar="GROUP",
-            help="Consumer group of the rollout instances.",
-        ),
-    ] = DEFAULTS["rollout_group_id"],
+    group: Annotated[str, _group("FLEETPLACE_ROLLOUT_GROUP_ID", "rollout")] = DEFAULTS["rollout_group_id"],
     instance: Instance = "rollout",
 ) -> None:
     """Consume placement decisions, rollouts and deployers' reports; publish rollout diffs."""
