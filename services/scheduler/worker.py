@@ -250,8 +250,10 @@ class SchedulerWorker:
 
     @property
     def ready(self) -> bool:
-        """Caught up on the broadcast state, and not held up by a partition it cannot read."""
-        return self._ready and not self._reader_stuck
+        """Caught up on the broadcast state and on the placements of the partitions it owns (after
+        a rebalance, once those are read again), and not held up by a partition it cannot read."""
+        owned_read = self._placements_caught_up or not self._assigned
+        return self._ready and owned_read and not self._reader_stuck
 
     @property
     def accepting(self) -> bool:

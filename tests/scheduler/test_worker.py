@@ -138,3 +138,18 @@ async def test_restart_publishes_nothing_when_nothing_changed(broker: str, topic
                 lambda: worker.metrics.evaluations._value.get() >= 2, what="startup evaluation"
             )
         assert len(bus.decisions) == count
+
+
+async def test_not_ready_after_a_rebalance_until_the_moved_placements_are_read(
+    broker: str, topics: Topics
+) -> None:
+    # readiness is what a takeover waits for: the state of the partitions just assigned rebuilt
+    async with Bus(broker, topics) as bus, running(settings_for(broker, topics.prefix)) as worker:
+        await bus.publish(*base_fleet(), cluster("c1"), placement("ns1", "p1"))
+        await bus.wait_for(lambda: "ns1/p1" in bus.latest(), what="p1 decided")
+        assert worker.ready
+        partition = (topics.placements, 0)
+        await worker._assign({partition})  # what the group's rebalance listener does
+        assert not worker.ready, "a moved partition not read yet: not ready"
+        await bus.wait_for(lambda: worker.ready, what="the moved partition read again")
+        assert len(bus.latest()) == 1 and bus.latest()["ns1/p1"]["seq"] == 1  # and nothing republished

@@ -1,0 +1,223 @@
+"""`make bench-takeover`: how long until a dead worker's placements are served again.
+
+5,000 clusters with AddOn scores and 10,000 placements on the embedded broker, two scheduler
+worker processes in one group, every decision published. The worker that published most of the
+decisions is SIGKILLed, and at the same moment one cluster change is sent that moves a placement
+the dead worker owned. Measured from the kill, on the survivor:
+
+* `owned_s`: until it owns every placement (`fleetplace_placements_owned`): the group noticing
+  the death (the session timeout) and rebalancing;
+* `ready_s`: until `/readyz` answers 200 again with every placement owned: the moved partitions
+  read from the beginning and the state caught up;
+* `first_diff_s`: until the diff the change causes for a moved placement is read back;
+* `read_s`: a bare consumer reading the state a worker rebuilds from (every input topic and
+  `decisions`), from the beginning to the end, in the same run: the floor of any rebuild.
+
+`ratio = first_diff_s / read_s`. The takeover itself must publish nothing: every diff after the
+kill is one the change caused (trigger `cluster`, a decision that changed); the run fails otherwise.
+
+    python -m tests.bench.takeover            # 5,000 clusters x 10,000 placements
+    python -m tests.bench.takeover --quick    # 1,000 x 2,000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+
+import orjson
+
+from fleetplace.shared.bus.broker import free_port
+from fleetplace.shared.bus.envelope import H_SOURCE
+from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.testing import create_topics, running_broker
+from tests.bench.e2e import Tail, emit, metric, note, process, record_of, worker_command
+from tests.bench.scenario import fleet_objects, placement
+
+NAMESPACE = "bench"
+STATE_TOPICS = (
+    "clusters",
+    "cluster-profiles",
+    "taints",
+    "scores",
+    "clustersets",
+    "clustersetbindings",
+    "placements",
+    "decisions",
+)
+
+
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=30) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _source_of(headers: object) -> str:
+    for name, value in headers or ():  # type: ignore[attr-defined]
+        if name == H_SOURCE:
+            return bytes(value).decode()
+    return ""
+
+
+async def _until(check: object, timeout: float, what: str) -> float:
+    """Seconds (monotonic) at which `check()` first held."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if await asyncio.to_thread(check):  # type: ignore[arg-type]
+            return time.monotonic()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not after {timeout} s")
+        await asyncio.sleep(0.02)
+
+
+async def bare_read(bootstrap: str, topics: Topics) -> tuple[float, int]:
+    """Seconds a plain consumer takes to read the state topics from the beginning to their end."""
+    t0 = time.monotonic()
+    async with BroadcastReader(bootstrap, topics.names(list(STATE_TOPICS)), max_records=50_000) as reader:
+        records = await reader.read_to_end()
+    return time.monotonic() - t0, len(records)
+
+
+async def main(clusters: int, placements: int) -> None:
+    with running_broker() as bootstrap:
+        prefix = f"takeover{uuid.uuid4().hex[:8]}."
+        topics, _ = await create_topics(bootstrap, prefix)
+        fleet = fleet_objects(clusters)
+        producer = make_producer(bootstrap, linger_ms=0, max_batch_size=262144)
+        await start_client(producer)
+        try:
+            await send_all(producer, [record_of(topics, o) for o in fleet])
+            keys = [f"{NAMESPACE}/placement{i}" for i in range(placements)]
+            await send_all(producer, [record_of(topics, placement(NAMESPACE, i)) for i in range(placements)])
+            ports = {name: free_port() for name in ("a", "b")}
+            with contextlib.ExitStack() as stack:
+                children = {}
+                for name, port in ports.items():
+                    command = [*worker_command(bootstrap, prefix, port, None), "--instance", name]
+                    children[name] = stack.enter_context(process(command, f"worker {name}"))
+                async with Tail(bootstrap, topics.decisions) as decisions:
+                    t_start = time.monotonic()
+                    wanted = set(keys)
+                    await decisions.wait(
+                        lambda: wanted <= {str(a.record.key) for a in decisions.arrivals},
+                        1800.0,
+                        "every placement decided",
+                    )
+                    await asyncio.sleep(2.0)  # both workers idle: no decision in flight
+                    await decisions.read_to_end()
+                    note(f"{placements} placements decided in {time.monotonic() - t_start:.1f} s")
+                    latest: dict[str, tuple[str, list[str]]] = {}
+                    for a in decisions.arrivals:
+                        value = orjson.loads(a.record.value) if a.record.value else None
+                        if value is not None:
+                            latest[str(a.record.key)] = (_source_of(a.record.headers), value["decisions"])
+                    owners = Counter(source for source, _ in latest.values())
+                    victim_source, victim_count = owners.most_common(1)[0]
+                    victim = next(n for n in ports if victim_source.endswith(n))
+                    survivor = next(n for n in ports if n != victim)
+                    moved = {k for k, (source, _) in latest.items() if source == victim_source}
+                    note(f"owners {dict(owners)}; killing {victim} ({victim_count} placements)")
+                    # the change: the cluster most picked by the moved placements loses its CPU
+                    picked = Counter(c for k in moved for c in latest[k][1])
+                    target, _ = picked.most_common(1)[0]
+                    change = next(
+                        o for o in fleet if o["kind"] == "ManagedCluster" and o["metadata"]["name"] == target
+                    )
+                    change = orjson.loads(orjson.dumps(change))
+                    change["status"]["allocatable"]["cpu"] = "1"
+                    before = len(decisions.arrivals)
+                    port = ports[survivor]
+                    t0 = time.monotonic()
+                    os.kill(children[victim].pid, signal.SIGKILL)
+                    delivered = (await send_all(producer, [record_of(topics, change)]))[0]
+                    watermark_key = f"{topics.unprefixed(delivered.topic)}/{delivered.partition}"
+
+                    def reflects_change(value: dict[str, object]) -> bool:
+                        # computed from a state that holds the change (the moved placements are
+                        # re-evaluated after the takeover: their trigger is `startup`)
+                        inputs = value.get("inputs")
+                        return isinstance(inputs, dict) and inputs.get(watermark_key, 0) > delivered.offset
+
+                    def owns_all() -> bool:
+                        return metric(port, "fleetplace_placements_owned") >= placements
+
+                    owned = await _until(owns_all, 300.0, "the survivor owning every placement") - t0
+                    ready = (
+                        await _until(lambda: owns_all() and _ready(port), 600.0, "the survivor ready") - t0
+                    )
+
+                    def moved_diff() -> bool:
+                        for a in decisions.arrivals[before:]:
+                            value = orjson.loads(a.record.value) if a.record.value else {}
+                            if str(a.record.key) in moved and value.get("trigger", {}).get("key") == target:
+                                return True
+                        return False
+
+                    await decisions.wait(moved_diff, 600.0, "the change's diff for a moved placement")
+                    first_diff = (
+                        min(
+                            a.at
+                            for a in decisions.arrivals[before:]
+                            if str(a.record.key) in moved
+                            and orjson.loads(a.record.value or b"{}").get("trigger", {}).get("key") == target
+                        )
+                        - t0
+                    )
+                    await asyncio.sleep(2.0)
+                    await decisions.read_to_end()
+                    # the takeover published nothing of its own: only the change's diffs follow the kill
+                    after = [
+                        orjson.loads(a.record.value) for a in decisions.arrivals[before:] if a.record.value
+                    ]
+                    strays = [
+                        d["placement"]
+                        for d in after
+                        if d["trigger"] != {"kind": "cluster", "key": target}
+                        or d["decisions"] == latest.get(d["placement"], ("", None))[1]
+                    ]
+                    if strays:
+                        raise AssertionError(f"the takeover published {len(strays)} diffs: {strays[:5]}")
+                    note(f"after the kill: {len(after)} diffs, all caused by the change of {target}")
+            read_s, read_n = await bare_read(bootstrap, topics)
+            note(f"bare read of the state topics: {read_n} records in {read_s:.2f} s")
+        finally:
+            await producer.stop()
+    emit(
+        {
+            "bench": "takeover",
+            "run": f"{clusters}x{placements}",
+            "owned_s": round(owned, 2),
+            "ready_s": round(ready, 2),
+            "first_diff_s": round(first_diff, 2),
+            "read_s": round(read_s, 2),
+            "ratio": round(first_diff / read_s, 2),
+        }
+    )
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.bench.takeover", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="1,000 clusters x 2,000 placements")
+    args = parser.parse_args()
+    clusters, placements = (1000, 2000) if args.quick else (5000, 10_000)
+    asyncio.run(main(clusters, placements))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    cli()
