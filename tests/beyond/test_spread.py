@@ -25,7 +25,8 @@ EXAMPLES = Path(__file__).parents[2] / "docs" / "examples" / "spread"
 
 def scenario(doc: dict[str, Any], name: str = "t") -> Scenario:
     docs = [(f"{name}[{i}]", o) for i, o in enumerate(doc["objects"])]
-    return Scenario(name, doc.get("name"), NOW, doc["placement"], read_objects(docs))
+    objects, _ = read_objects(docs)
+    return Scenario(name, doc.get("name"), NOW, doc["placement"], objects)
 
 
 def test_the_worked_examples_in_the_docs_hold() -> None:
