@@ -37,6 +37,8 @@ from fleetplace.shared.api.ocm import (
 )
 from fleetplace.shared.api.rollouts import API_VERSION as ROLLOUT_API_VERSION
 from fleetplace.shared.api.rollouts import Rollout
+from fleetplace.shared.api.score_sources import API_VERSION as SCORE_SOURCE_API_VERSION
+from fleetplace.shared.api.score_sources import ScoreSource
 
 __all__ = ["API_VERSIONS", "unknown_fields"]
 
@@ -50,6 +52,7 @@ API_VERSIONS: dict[str, tuple[str, ...]] = {
     "AddOnPlacementScore": (f"{GROUP}/v1alpha1",),
     "ClusterTaints": (TAINTS_API_VERSION,),
     "Rollout": (ROLLOUT_API_VERSION,),
+    "ScoreSource": (SCORE_SOURCE_API_VERSION,),
 }
 
 # Fields the API schemas define and scheduling does not read: known, not descended into.
@@ -144,6 +147,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "AddOnPlacementScore": AddOnPlacementScore,
     "ClusterTaints": ClusterTaints,
     "Rollout": Rollout,
+    "ScoreSource": ScoreSource,
 }
 
 
