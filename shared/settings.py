@@ -161,6 +161,10 @@ class Settings(BaseSettings):
     scheduler_group_id: str = "fleetplace-scheduler"
     queue_placer_group_id: str = "fleetplace-queue-placer"
     rollout_group_id: str = "fleetplace-rollout"
+    score_group_id: str = "fleetplace-scores"
+    # Named Prometheus endpoints a ScoreSource may use instead of a URL (`spec.prometheus.endpoint`),
+    # as JSON: {"main": "http://prometheus:9090"}.
+    prometheus_endpoints: dict[str, str] = Field(default_factory=dict)
 
     log_level: LogLevel = "info"
     log_format: LogFormat = "json"
