@@ -29,6 +29,7 @@ class QueryServer:
         self.values: dict[str, str | float] = {}
         self.answer: tuple[int, bytes] | None = None
         self.queries = 0
+        self.delay = 0.0  # seconds before each answer
         self.port = 0
         self._runner: web.AppRunner | None = None
 
@@ -36,6 +37,8 @@ class QueryServer:
         self.queries += 1
         form = await request.post()
         assert form.get("query"), "the worker sends the PromQL as the form field `query`"
+        if self.delay:
+            await asyncio.sleep(self.delay)
         status, body = self.answer if self.answer is not None else (200, vector_answer(self.values))
         return web.Response(status=status, body=body, content_type="application/json")
 
