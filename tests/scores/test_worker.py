@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.bus.topics import Topics, partition_for_key, spec
 from tests.scores.harness import Outputs, QueryServer, metric, running, settings_for
 from tests.scoring.builders import source_doc
 
@@ -140,3 +140,47 @@ async def test_a_bad_source_is_dead_lettered_and_a_deleted_one_stops_with_a_stat
         await out.wait_for(lambda: len(out.statuses("scores/other")) >= 2, "the other source's evaluations")
         after = out.status[out.status.index((KEY, None)) + 1 :]
         assert all(k != KEY for k, _ in after)
+
+
+async def test_instances_share_the_sources_by_key_and_take_over_when_one_stops(
+    broker: str, topics: Topics
+) -> None:
+    partitions = spec("score-sources").partitions
+    names: dict[int, str] = {}
+    for i in range(200):  # one source per partition of score-sources
+        names.setdefault(partition_for_key(f"scores/s{i}", partitions), f"s{i}")
+    keys = {f"scores/{n}" for n in names.values()}
+    assert len(keys) == partitions
+    settings = settings_for(broker, topics.prefix)
+    async with QueryServer() as prom, Outputs(broker, topics) as out:
+        prom.values = {"c1": 10}
+        async with running(settings, "scores-a") as a:
+            for name in names.values():
+                await out.publish_source(source_doc(name, url=prom.url, interval="1s", resource=name))
+            async with running(settings, "scores-b") as b:
+                await out.wait_for(
+                    lambda: (
+                        set(a.state.sources) | set(b.state.sources) == keys
+                        and bool(a.state.sources)
+                        and bool(b.state.sources)
+                    ),
+                    "the sources split across both instances",
+                )
+                assert not set(a.state.sources) & set(b.state.sources)
+                owned_by_b = set(b.state.sources)
+                seen = len(out.status)
+                await out.wait_for(
+                    lambda: (
+                        {k for k, v in out.status[seen:] if v and v["instance"] == "scores-b"} == owned_by_b
+                    ),
+                    "every source of b evaluated by b",
+                )
+            # b has left the group: a takes its sources over and evaluates them
+            await out.wait_for(lambda: set(a.state.sources) == keys, "a owns every source", timeout=40)
+            seen = len(out.status)
+            await out.wait_for(
+                lambda: {k for k, v in out.status[seen:] if v and v["instance"] == "scores-a"} >= owned_by_b,
+                "b's sources evaluated by a",
+            )
+        # one score per source and cluster, whoever evaluated it
+        assert sorted(k for k, _ in out.scores) == sorted(f"c1/{n}" for n in names.values())
