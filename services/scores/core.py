@@ -89,6 +89,12 @@ class ScoreSources:
                 started.append(state)
         return started
 
+    def release(self, key: str, generation: int) -> None:
+        """An evaluation that ended without an outcome: the source is due again at its next time."""
+        state = self.sources.get(key)
+        if state is not None and state.generation == generation:
+            state.running = False
+
     def next_due(self) -> float | None:
         waiting = [s.due for s in self.sources.values() if not s.running]
         return min(waiting) if waiting else None

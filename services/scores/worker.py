@@ -216,8 +216,9 @@ class ScoreWorker:
         try:
             decoded = decode_record(record, self.limits)
             if decoded.value is None:
-                if self.state.remove(decoded.key):
-                    log.info("score source deleted", source=decoded.key)
+                if not self.state.remove(decoded.key):
+                    return None
+                log.info("score source deleted", source=decoded.key)
                 self.metrics.sources.set(len(self.state.sources))
                 return self._status_tombstone(decoded.key)
             where = f"{record.topic}/{record.partition}@{record.offset}"
@@ -305,12 +306,17 @@ class ScoreWorker:
     async def _evaluate(
         self, session: aiohttp.ClientSession, limit: asyncio.Semaphore, state: SourceState
     ) -> None:
-        async with limit:
-            started = time.monotonic()
-            evaluation = await evaluate(
-                session, state.source, datetime.now(UTC), endpoints=self.settings.prometheus_endpoints
-            )
-            took = time.monotonic() - started
+        try:
+            async with limit:
+                started = time.monotonic()
+                evaluation = await evaluate(
+                    session, state.source, datetime.now(UTC), endpoints=self.settings.prometheus_endpoints
+                )
+                took = time.monotonic() - started
+        except Exception:  # a bug, not Prometheus (evaluate turns its failures into errors): say so, go on
+            log.exception("score source evaluation failed unexpectedly", source=state.source.key)
+            self.state.release(state.source.key, state.generation)
+            return
         self._finished.append((self.state.finish(evaluation, state.generation, self.instance), took))
 
 
