@@ -88,20 +88,21 @@ async def test_prometheus_values_move_the_decision_and_an_outage_falls_back_then
             assert _last(bus)["scores"]["c3"] == 80
 
             # Prometheus gone: failures counted, nothing published, the scores expire
-            published = len(out.scores)
             prometheus.stop()
             await out.wait_for(
-                lambda: (
-                    metric(worker, "fleetplace_score_source_errors_total", source=KEY, reason="unreachable")
-                    >= 2
-                ),
-                "two failed evaluations",
+                lambda: sum(1 for v in out.statuses(KEY) if not v["healthy"]) >= 2, "two failed evaluations"
             )
+            assert (
+                metric(worker, "fleetplace_score_source_errors_total", source=KEY, reason="unreachable") >= 2
+            )
+            published = metric(worker, "fleetplace_scores_published_total", source=KEY)
+            failures = len(out.statuses(KEY))  # one partition: later statuses are later evaluations
             await bus.wait_for(lambda: _decided(bus) == no_scores, what="the no-score ranking")
             fallback = _last(bus)
             assert fallback["trigger"]["kind"] == "score-expired"
             assert set(fallback["scores"].values()) == {0}  # expired scores count 0, as in OCM
-            assert len(out.scores) == published
+            assert metric(worker, "fleetplace_scores_published_total", source=KEY) == published
+            assert all(not v["healthy"] and v["published"] == 0 for v in out.statuses(KEY)[failures:])
             assert out.statuses(KEY)[-1]["lastError"]["reason"] == "unreachable"
 
             # Prometheus back on its port: the scores and the decision return
