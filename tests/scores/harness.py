@@ -121,6 +121,9 @@ class Outputs:
         record = OutgoingRecord(self.topics.name(topic), key, None if value is None else encode_json(value))
         await send_all(self._producer, [record])
 
+    async def send_raw(self, topic: str, key: str | None, value: bytes | None) -> None:
+        await send_all(self._producer, [OutgoingRecord(self.topics.name(topic), key, value)])
+
     async def publish_source(self, doc: dict[str, Any]) -> None:
         await self.send("score-sources", f"{doc['metadata']['namespace']}/{doc['metadata']['name']}", doc)
 

@@ -3,6 +3,7 @@ HTTP: what it publishes, when it publishes nothing, and what it counts."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from fleetplace.shared.bus.topics import Topics, partition_for_key, spec
@@ -184,3 +185,33 @@ async def test_instances_share_the_sources_by_key_and_take_over_when_one_stops(
             )
         # one score per source and cluster, whoever evaluated it
         assert sorted(k for k, _ in out.scores) == sorted(f"c1/{n}" for n in names.values())
+
+
+async def test_records_that_are_not_sources_are_dead_lettered_and_the_good_one_between_them_runs(
+    broker: str, topics: Topics
+) -> None:
+    async with (
+        QueryServer() as prom,
+        Outputs(broker, topics) as out,
+        running(settings_for(broker, topics.prefix)) as worker,
+    ):
+        prom.values = {"c1": 10}
+        hostile: list[tuple[str | None, bytes]] = [
+            ("scores/a", b"not json"),
+            ("scores/b", b"[1, 2, 3]"),
+            ("scores/c", b"{" * 200 + b"}" * 200),
+            (None, orjson.dumps(source_doc("d", url=prom.url))),
+            ("scores/other-name", orjson.dumps(source_doc("e", url=prom.url))),
+            ("scores/f", orjson.dumps({**source_doc("f", url=prom.url), "kind": "Placement"})),
+        ]
+        for key, value in hostile[:3]:
+            await out.send_raw("score-sources", key, value)
+        await out.publish_source(source_doc(url=prom.url, interval="1s"))
+        for key, value in hostile[3:]:
+            await out.send_raw("score-sources", key, value)
+        await out.wait_for(lambda: len(out.deadletters) == len(hostile), "a dead letter per bad record")
+        await out.wait_for(lambda: len(out.scores) == 1, "the good source's score")
+        errors = " | ".join(d["error"] for d in out.deadletters)
+        assert "key 'scores/other-name' is not the source's <namespace>/<name> 'scores/e'" in errors
+        assert set(worker.state.sources) == {KEY} and worker.runtime.ready
+        assert metric(worker, "fleetplace_deadletters_total", topic="score-sources") == len(hostile)
