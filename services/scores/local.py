@@ -23,7 +23,9 @@ from types import TracebackType
 import aiohttp
 from aiohttp import web
 
-__all__ = ["PROMETHEUS", "Exporter", "LocalPrometheus", "free_port", "prometheus_missing"]
+from fleetplace.shared.bus.broker import free_port
+
+__all__ = ["PROMETHEUS", "Exporter", "LocalPrometheus", "prometheus_missing"]
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 
@@ -33,13 +35,6 @@ def prometheus_missing() -> str | None:
     if not PROMETHEUS.is_file():
         return f"no {PROMETHEUS} (Debian's prometheus package: apt-get install prometheus)"
     return None
-
-
-def free_port() -> int:
-    """A port nothing listens on at the moment, on 127.0.0.1."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Exporter:
@@ -108,16 +103,17 @@ class LocalPrometheus:
         reason = prometheus_missing()
         if reason is not None:
             raise RuntimeError(reason)
-        self._proc = subprocess.Popen(
-            [
-                str(PROMETHEUS),
-                f"--config.file={self._config()}",
-                f"--storage.tsdb.path={self._dir / 'data'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=(self._dir / "prometheus.log").open("ab"),
-        )
+        with (self._dir / "prometheus.log").open("ab") as log:
+            self._proc = subprocess.Popen(
+                [
+                    str(PROMETHEUS),
+                    f"--config.file={self._config()}",
+                    f"--storage.tsdb.path={self._dir / 'data'}",
+                    f"--web.listen-address=127.0.0.1:{self.port}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         deadline = time.monotonic() + timeout
         async with aiohttp.ClientSession() as session:
             while True:
