@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit bench-rollout bench-takeover clean
+.PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -73,7 +73,7 @@ load: $(NATIVE)
 demo: $(NATIVE)
 	$(BIN)/fleetplace demo
 
-bench: bench-engine bench-queues bench-e2e bench-audit bench-rollout bench-takeover
+bench: bench-engine bench-queues bench-e2e bench-audit bench-rollout bench-takeover bench-scores
 
 bench-engine: $(NATIVE)
 	$(BIN)/python -m tests.bench.engine
@@ -96,6 +96,9 @@ bench-takeover: $(NATIVE)
 
 bench-rollout: $(NATIVE)
 	$(BIN)/python -m tests.bench.rollout
+
+bench-scores: $(NATIVE)
+	$(BIN)/python -m tests.bench.scores
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build

@@ -76,6 +76,9 @@ def _register() -> None:
     from fleetplace.services.commands import explorer  # explorer
 
     explorer.register(app)
+    from fleetplace.services.commands import scores  # scores preview, status
+
+    scores.register(app)
 
 
 _register()

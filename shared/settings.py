@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import Field, Json, SecretStr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -169,6 +169,11 @@ class Settings(BaseSettings):
     scheduler_group_id: str = "fleetplace-scheduler"
     queue_placer_group_id: str = "fleetplace-queue-placer"
     rollout_group_id: str = "fleetplace-rollout"
+    score_group_id: str = "fleetplace-scores"
+    # Named Prometheus endpoints a ScoreSource may use instead of a URL (`spec.prometheus.endpoint`),
+    # as JSON: {"main": "http://prometheus:9090"}. Json[...] makes a value that is not JSON an
+    # error of this variable (a dict field would fail in the settings source, unnamed).
+    prometheus_endpoints: Json[dict[str, str]] = "{}"  # type: ignore[assignment]
 
     log_level: LogLevel = "info"
     log_format: LogFormat = "json"

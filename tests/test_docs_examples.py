@@ -63,7 +63,9 @@ def test_the_example_rollout_starts_with_the_canary_group_of_its_placement() -> 
     assert isinstance(rollout, Rollout)
     (ref,) = doc["spec"]["placementRefs"]
     strategy = ref["rolloutStrategy"]
-    fleet, _ = read_objects(list(documents_of(FLEET.read_text(), str(FLEET), Validation.STRICT)), admission=True)
+    fleet, _ = read_objects(
+        list(documents_of(FLEET.read_text(), str(FLEET), Validation.STRICT)), admission=True
+    )
     placement = f"{rollout.metadata.namespace}/{ref['name']}"
     (decision,) = run_scenario(Scenario(str(FLEET), None, NOW, placement, fleet), None, NOW)
     groups = decision["decisionGroups"]

@@ -89,7 +89,7 @@ def test_the_installed_distribution_has_one_top_level_package_and_the_subscriber
 
 def test_the_installed_demo_plays_from_package_data(installed: Path) -> None:
     done = _run([str(installed / "bin" / "fleetplace"), "demo"], installed, _env(), 120)
-    assert "all 15 acts passed" in done.stdout
+    assert "all 17 acts passed" in done.stdout
 
 
 def test_the_docs_fleet_is_the_demo_fleet() -> None:

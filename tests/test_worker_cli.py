@@ -24,7 +24,7 @@ def _worker(
     )
 
 
-@pytest.mark.parametrize("kind", ["scheduler", "queues"])
+@pytest.mark.parametrize("kind", ["scheduler", "queues", "scores"])
 def test_a_worker_on_a_taken_port_names_the_port_and_the_setting_and_exits_2(
     kind: str, broker: str, topics: Topics, taken_port: int
 ) -> None:
@@ -74,7 +74,7 @@ def test_an_invalid_number_in_the_environment_names_the_variable_and_the_value()
     assert "max_record_bytes" not in done.stderr
 
 
-@pytest.mark.parametrize("kind", ["scheduler", "queues"])
+@pytest.mark.parametrize("kind", ["scheduler", "queues", "scores"])
 def test_worker_help_shows_defaults_and_variables_without_python_type_names(kind: str) -> None:
     done = _worker(kind, "--help", env={"COLUMNS": "200"})
     assert done.returncode == 0

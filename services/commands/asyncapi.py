@@ -35,6 +35,7 @@ from fleetplace.shared.api.ocm import (
 )
 from fleetplace.shared.api.queues import ApplicationSubmission, PartitionConfig
 from fleetplace.shared.api.rollouts import Rollout, RolloutDiff, RolloutState, RolloutStatusReport
+from fleetplace.shared.api.score_sources import ScoreSource, ScoreSourceStatus
 from fleetplace.shared.api.sigmc import SigmcPlacementDecision
 from fleetplace.shared.bus.topics import CATALOGUE, DEFAULT_PREFIX, TopicKind, TopicSpec
 
@@ -60,6 +61,8 @@ PAYLOADS: dict[str, type[BaseModel]] = {
     "rollout-status": RolloutStatusReport,
     "rollout-decisions": RolloutDiff,
     "rollout-state": RolloutState,
+    "score-sources": ScoreSource,
+    "score-source-status": ScoreSourceStatus,
 }
 
 DESCRIPTIONS: dict[str, str] = {
@@ -105,6 +108,14 @@ DESCRIPTIONS: dict[str, str] = {
         "The current answer of each rollout, every cluster to roll out to with its status, soak end "
         "or deadline (compacted; a tombstone once the rollout is deleted)."
     ),
+    "score-sources": (
+        "ScoreSource objects (fleetplace.dev/v1alpha1): a PromQL query whose result the score worker "
+        "publishes to scores as one AddOnPlacementScore per cluster. Split across score workers by key."
+    ),
+    "score-source-status": (
+        "Where each score source stands: last evaluation, last success, last error, clusters scored "
+        "(compacted; one record per evaluation; a tombstone once the source is deleted)."
+    ),
 }
 
 # Who reads and who writes each topic (AsyncAPI operations, from fleetplace's side).
@@ -135,12 +146,14 @@ RECEIVERS: dict[str, tuple[str, ...]] = {
     "subscriber": ("decisions", "placement-decisions", "sigmc-placement-decisions"),
     "rolloutWorker": ("placement-decisions", "rollouts", "rollout-status", "rollout-decisions", "clock"),
     "deployer": ("rollout-decisions", "rollout-state"),
+    "scoreWorker": ("score-sources", "scores"),
 }
 SENDERS: dict[str, tuple[str, ...]] = {
     "scheduler": ("decisions", "placement-decisions", "sigmc-placement-decisions", "deadletter"),
     "queuePlacer": ("app-placements", "deadletter"),
     "rolloutWorker": ("rollout-decisions", "rollout-state", "deadletter"),
     "deployer": ("rollout-status",),
+    "scoreWorker": ("scores", "score-source-status", "deadletter"),
 }
 
 KEY_PATTERNS = {

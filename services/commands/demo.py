@@ -6,7 +6,9 @@ docs/examples/fleet.yaml links to), starts a scheduler worker and a rollout work
 and plays acts against them: a cluster joins, a label changes, an AddOn score changes, a cluster
 becomes unreachable and a toleration runs out, a placement is deleted; then a revision is rolled
 out over decision groups (demo_rollout.py): the canary first, the demo's deployer reporting, a soak
-ending on a timer, a new revision starting over, a failing canary stopping it. Each act waits for
+ending on a timer, a new revision starting over, a failing canary stopping it; then, when
+/usr/bin/prometheus exists, a Prometheus metric steers a placement through a ScoreSource
+(demo_scores.py; otherwise those acts say they were skipped). Each act waits for
 the decision diffs and rollout diffs it should cause and checks that exactly those were published.
 A summary table follows; the exit status is 1 if any act failed.
 """
@@ -18,11 +20,11 @@ import contextlib
 import copy
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 import typer
 from pydantic import ValidationError
@@ -62,6 +64,9 @@ from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.bus.topics import PLACEMENTS, TAINTS, Topics, ensure_topics
 from fleetplace.shared.logging import configure_logging
 from fleetplace.shared.settings import KafkaSettings, Settings, describe
+
+if TYPE_CHECKING:
+    from fleetplace.services.commands.demo_scores import DemoScores
 
 # Package data, installed with the command (docs/examples/fleet.yaml links to it for readers).
 FLEET_FILE = Path(__file__).resolve().with_name("demo_fleet.yaml")
@@ -153,6 +158,7 @@ class Act:
     timeout_s: float = 10.0
     starts_worker: bool = False
     detail: Callable[[], str] | None = None  # a line shown when the act starts
+    setup: Callable[[], Awaitable[None]] | None = None  # awaited before the act starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,7 +462,9 @@ def _print_diff(console: Console, diff: Mapping[str, Any], ok: bool) -> None:
 
 
 class Demo:
-    def __init__(self, console: Console, settings: Settings, fleet: ExampleFleet) -> None:
+    def __init__(
+        self, console: Console, settings: Settings, fleet: ExampleFleet, *, score_acts: bool = False
+    ) -> None:
         self.console = console
         self.settings = settings
         self.topics = Topics(settings.topic_prefix)
@@ -464,6 +472,13 @@ class Demo:
         self.taint_times: list[datetime] = []
         self.deployer = DemoDeployer(self.topics)
         self.acts = build_acts(fleet, self.topics, self.taint_times, self.deployer)
+        self.scores: DemoScores | None = None
+        if score_acts:  # Prometheus steering a placement (demo_scores.py), for `fleetplace demo`
+            from fleetplace.services.commands.demo_scores import DemoScores
+            from fleetplace.services.commands.demo_scores import score_acts as scores_script
+
+            self.scores = DemoScores(settings)
+            self.acts += scores_script(self.scores)
         self.feed = DecisionFeed(settings.kafka, self.topics)
         self.worker: SchedulerWorker | None = None
         self.rollout_worker: RolloutWorker | None = None
@@ -487,6 +502,8 @@ class Demo:
                 if not result.ok:
                     break
         finally:
+            if self.scores is not None:
+                await self.scores.stop()
             await self._stop_worker()
             await self.feed.stop()
             await self._producer.stop()
@@ -500,6 +517,8 @@ class Demo:
         if act.detail is not None:
             console.print(f"   [dim]{escape(act.detail())}[/dim]")
         console.print(f"   [dim]expect: {escape('; '.join(e.describe() for e in act.expected))}[/dim]")
+        if act.setup is not None:
+            await act.setup()
         first = len(self.feed.diffs)
         t0 = time.monotonic()
         records = act.records()
@@ -667,7 +686,7 @@ def run_demo(
             f"{fleet.count('ManagedCluster')} clusters, {fleet.count('AddOnPlacementScore')} AddOn scores, "
             f"{fleet.count('Placement')} placements; workers: scheduler and rollout, in this process"
         )
-        demo = Demo(console, settings, fleet)
+        demo = Demo(console, settings, fleet, score_acts=True)
         try:
             results = asyncio.run(demo.run())
         finally:

@@ -163,6 +163,30 @@ def worker_rollout(
     _run(run_rollout_worker(settings, instance))
 
 
+@worker_app.command("scores")
+def worker_scores(
+    bootstrap: Bootstrap = None,
+    prefix: Prefix = None,
+    http_port: HttpPort = DEFAULTS["http_port"],
+    group: Annotated[
+        str,
+        typer.Option(
+            "--group",
+            envvar="FLEETPLACE_SCORE_GROUP_ID",
+            metavar="GROUP",
+            help="Consumer group of the score worker instances.",
+        ),
+    ] = DEFAULTS["score_group_id"],
+    instance: Instance = "scores",
+) -> None:
+    """Evaluate ScoreSources against Prometheus; publish AddOnPlacementScores (docs/scores.md)."""
+    from fleetplace.services.scores.worker import run_score_worker
+
+    settings = _settings(bootstrap, prefix, http_port=http_port, score_group_id=group)
+    configure_from_settings(settings)
+    _run(run_score_worker(settings, instance))
+
+
 def describe_decision(value: Mapping[str, Any]) -> str:
     """One line per DecisionDiff: time, placement, seq, trigger, the change and the outcome. A
     deleted placement ends in `(deleted)`, a misconfigured one in `(misconfigured: why)`."""

@@ -124,6 +124,7 @@ def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         "AddOnPlacementScore",
         "PlacementDecision",
         "Rollout",
+        "ScoreSource",
     ) and not meta.get("namespace"):
         problems.append(("metadata.namespace", "Required value"))
     if kind in ("ManagedCluster", "ClusterTaints"):

@@ -39,6 +39,8 @@ from fleetplace.shared.api.ocm import (
 )
 from fleetplace.shared.api.rollouts import API_VERSION as ROLLOUT_API_VERSION
 from fleetplace.shared.api.rollouts import Rollout
+from fleetplace.shared.api.score_sources import API_VERSION as SCORE_SOURCE_API_VERSION
+from fleetplace.shared.api.score_sources import ScoreSource
 
 __all__ = ["API_VERSIONS", "unknown_fields"]
 
@@ -53,6 +55,7 @@ API_VERSIONS: dict[str, tuple[str, ...]] = {
     "ClusterTaints": (TAINTS_API_VERSION,),
     "ClusterProfile": PROFILE_API_VERSIONS,
     "Rollout": (ROLLOUT_API_VERSION,),
+    "ScoreSource": (SCORE_SOURCE_API_VERSION,),
 }
 
 # Fields the API schemas define and scheduling does not read: known, not descended into.
@@ -150,6 +153,7 @@ _MODELS: dict[str, type[BaseModel]] = {
     "ClusterTaints": ClusterTaints,
     "ClusterProfile": ClusterProfile,
     "Rollout": Rollout,
+    "ScoreSource": ScoreSource,
 }
 
 

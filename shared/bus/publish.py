@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from fleetplace.shared.api.admission import read_document, read_object
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, load_yaml, object_ref, problems_of
 from fleetplace.shared.api.ocm import ClusterTaints, Placement
+from fleetplace.shared.api.score_sources import read_score_source
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.envelope import new_envelope
 from fleetplace.shared.bus.errors import BusError
@@ -37,6 +38,7 @@ from fleetplace.shared.bus.topics import (
     PLACEMENTS,
     QUEUE_CONFIGS,
     ROLLOUTS,
+    SCORE_SOURCES,
     SCORES,
     TAINTS,
     Topics,
@@ -128,6 +130,14 @@ def _parse_cluster_taints(raw: Any, where: str) -> ClusterTaints:
         ) from None
 
 
+def _score_source(
+    body: Mapping[str, Any], where: str, validation: Validation, warn: Warn | None
+) -> Mapping[str, Any]:
+    """A ScoreSource: checked as the score worker reads it, sent as written."""
+    read_score_source(body, where, validation=validation, warn=warn)
+    return body
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     """Where documents of one kind go: the topic, whether the key is `namespace/name` (else the
@@ -148,6 +158,7 @@ ROUTES: dict[str, Route] = {
     "Placement": Route(PLACEMENTS, True, _ocm_object),
     "ClusterTaints": Route(TAINTS, False, _cluster_taints),
     "Rollout": Route(ROLLOUTS, True, _ocm_object),
+    "ScoreSource": Route(SCORE_SOURCES, True, _score_source),
 }
 
 

@@ -101,6 +101,8 @@ ROLLOUTS = "rollouts"
 ROLLOUT_STATUS = "rollout-status"
 ROLLOUT_DECISIONS = "rollout-decisions"
 ROLLOUT_STATE = "rollout-state"
+SCORE_SOURCES = "score-sources"
+SCORE_SOURCE_STATUS = "score-source-status"
 
 _W = DEFAULT_WORK_PARTITIONS
 # Broadcast state topics are read whole by every worker, so a few partitions are plenty.
@@ -195,6 +197,10 @@ CATALOGUE: tuple[TopicSpec, ...] = (
         copartition_group="rollout",
         partitioned=True,
     ),
+    # Score sources are split across the score workers' consumer group by key; every reader of
+    # the status topic (`fleetplace scores status`) reads it whole.
+    _spec(SCORE_SOURCES, TopicKind.STATE, "<namespace>/<name>", 6, compacted=True),
+    _spec(SCORE_SOURCE_STATUS, TopicKind.OUTPUT, "<namespace>/<name>", 6, compacted=True),
 )
 
 _BY_NAME: dict[str, TopicSpec] = {spec.name: spec for spec in CATALOGUE}
@@ -300,6 +306,14 @@ class Topics:
     @property
     def rollout_state(self) -> str:
         return self.prefix + ROLLOUT_STATE
+
+    @property
+    def score_sources(self) -> str:
+        return self.prefix + SCORE_SOURCES
+
+    @property
+    def score_source_status(self) -> str:
+        return self.prefix + SCORE_SOURCE_STATUS
 
 
 def rollout_of(key: str) -> str:

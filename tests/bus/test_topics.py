@@ -41,6 +41,8 @@ DESIGN_TABLE = {
     "rollout-status": TopicKind.STATE,
     "rollout-decisions": TopicKind.OUTPUT,
     "rollout-state": TopicKind.OUTPUT,
+    "score-sources": TopicKind.STATE,
+    "score-source-status": TopicKind.OUTPUT,
 }
 
 
