@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 import yaml
 from aiohttp import web
+from yarl import URL
 
 from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.services.explorer import pages, rollout_pages
@@ -50,6 +51,13 @@ def wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def same_server(url: URL) -> str:
+    """`url` as a location on this server: its path with the leading slashes made one. A location
+    starting `//` names another server (and browsers read a backslash there as a slash)."""
+    path = "/" + url.raw_path.lstrip("/\\")
+    return f"{path}?{url.raw_query_string}" if url.raw_query_string else path
+
+
 def _token_middleware(token: str) -> Any:
     expected = token.encode()
 
@@ -63,7 +71,7 @@ def _token_middleware(token: str) -> Any:
             return await handler(request)
         if valid(request.query.get("token")):
             query = {k: v for k, v in request.query.items() if k != "token"}
-            response = web.HTTPFound(request.url.with_query(query).relative())
+            response = web.HTTPFound(same_server(request.rel_url.with_query(query)))
             response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
             raise response
         return web.json_response(

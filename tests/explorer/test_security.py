@@ -1,0 +1,72 @@
+"""The explorer's guard rails, over real HTTP on 127.0.0.1 with the topics of an empty history:
+redirects stay on this server, the token header follows RFC 9110, only the Host names it serves
+are answered, cross-origin writes are refused, and every response carries the browser's
+security headers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+
+import pytest
+
+from fleetplace.services.explorer import Explorer
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.settings import KafkaSettings, Settings
+
+pytestmark = pytest.mark.integration
+
+TOKEN = "s3cret"
+
+
+def _settings(broker: str, topics: Topics) -> Settings:
+    return Settings(kafka=KafkaSettings(bootstrap_servers=broker), topic_prefix=topics.prefix)
+
+
+@pytest.fixture
+async def guarded(broker: str, topics: Topics) -> AsyncIterator[Explorer]:
+    async with Explorer(_settings(broker, topics), port=0, token=TOKEN) as running:
+        await running.wait_caught_up(30)
+        yield running
+
+
+@pytest.fixture
+async def open_explorer(broker: str, topics: Topics) -> AsyncIterator[Explorer]:
+    async with Explorer(_settings(broker, topics), port=0) as running:
+        await running.wait_caught_up(30)
+        yield running
+
+
+async def raw(
+    explorer: Explorer, target: str, headers: Mapping[str, str] = {}, method: str = "GET", body: bytes = b""
+) -> tuple[int, dict[str, str]]:
+    """The status and headers (lower-case names) of one request sent as written: no client
+    normalises the target or fills in a Host header."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", explorer.port)
+    try:
+        given = {"Host": f"127.0.0.1:{explorer.port}", **headers}
+        if body:
+            given["Content-Length"] = str(len(body))
+        head = f"{method} {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in given.items())
+        writer.write(head.encode() + b"Connection: close\r\n\r\n" + body)
+        await writer.drain()
+        status_line = await reader.readline()
+        received: dict[str, str] = {}
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            received[name.strip().lower()] = value.strip()
+        return int(status_line.split()[1]), received
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+async def test_the_token_redirect_stays_on_this_server(guarded: Explorer) -> None:
+    for target in ("//localhost:8091/fleet", "/\\evil.example/fleet", "///evil.example/fleet"):
+        status, headers = await raw(guarded, f"{target}?token={TOKEN}&q=a")
+        assert status == 302, target
+        location = headers["location"]
+        assert location.startswith("/") and not location.startswith(("//", "/\\")), (target, location)
+        assert "token" not in location and location.endswith("?q=a")
+    status, headers = await raw(guarded, f"/fleet?token={TOKEN}")
+    assert (status, headers["location"]) == (302, "/fleet")
