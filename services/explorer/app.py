@@ -51,6 +51,16 @@ def wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive
+    (RFC 9110, section 11.1), and a header without one is no token."""
+    scheme, _, credentials = (authorization or "").strip().partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "bearer" or not credentials:
+        return None
+    return credentials
+
+
 def same_server(url: URL) -> str:
     """`url` as a location on this server: its path with the leading slashes made one. A location
     starting `//` names another server (and browsers read a backslash there as a slash)."""
@@ -66,8 +76,7 @@ def _token_middleware(token: str) -> Any:
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        bearer = request.headers.get("Authorization", "").removeprefix("Bearer ")
-        if valid(bearer) or valid(request.cookies.get(COOKIE)):
+        if valid(bearer_token(request.headers.get("Authorization"))) or valid(request.cookies.get(COOKIE)):
             return await handler(request)
         if valid(request.query.get("token")):
             query = {k: v for k, v in request.query.items() if k != "token"}

@@ -70,3 +70,12 @@ async def test_the_token_redirect_stays_on_this_server(guarded: Explorer) -> Non
         assert "token" not in location and location.endswith("?q=a")
     status, headers = await raw(guarded, f"/fleet?token={TOKEN}")
     assert (status, headers["location"]) == (302, "/fleet")
+
+
+async def test_the_bearer_scheme_is_case_insensitive_and_required(guarded: Explorer) -> None:
+    for header in (f"Bearer {TOKEN}", f"bearer {TOKEN}", f"BEARER  {TOKEN}"):
+        status, _ = await raw(guarded, "/api/version", {"Authorization": header})
+        assert status == 200, header
+    for header in (TOKEN, f"Basic {TOKEN}", "Bearer", f"Bearer{TOKEN}", "Bearer wrong"):
+        status, _ = await raw(guarded, "/api/version", {"Authorization": header})
+        assert status == 401, header
