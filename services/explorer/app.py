@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,6 +68,85 @@ def same_server(url: URL) -> str:
     return f"{path}?{url.raw_query_string}" if url.raw_query_string else path
 
 
+# Names every explorer answers to; the bound host and the names it is given are added.
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+# Self only: the pages load their script and stylesheet from /static and nothing else.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def host_name(authority: str) -> str:
+    """The name of a Host header or an origin's authority, lower case, without port or brackets."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        return authority[1 : authority.find("]")] if "]" in authority else authority
+    return authority.rpartition(":")[0] if ":" in authority else authority
+
+
+def _port_of(authority: str, default: int) -> int:
+    rest = authority.rpartition("]")[2] if authority.startswith("[") else authority
+    _, colon, port = rest.rpartition(":")
+    return int(port) if colon and port.isdigit() else default
+
+
+def same_origin(origin: str, host: str) -> bool:
+    """Whether an `Origin` header names the server the `Host` header names (scheme aside: a proxy
+    in front may speak HTTPS)."""
+    try:
+        url = URL(origin)
+    except ValueError:
+        return False
+    if url.scheme not in ("http", "https") or url.raw_host is None or url.port is None:
+        return False
+    default = 443 if url.scheme == "https" else 80
+    return host_name(origin.partition("//")[2]) == host_name(host) and url.port == _port_of(host, default)
+
+
+def _same_origin_request(request: web.Request, host: str) -> bool:
+    """Whether a write comes from the explorer's own pages (or from a client that is no browser:
+    no `Origin`, no `Sec-Fetch-Site`). Under `Referrer-Policy: no-referrer` a browser's form
+    sends `Origin: null`; then its `Sec-Fetch-Site` must say same-origin."""
+    origin = request.headers.get("Origin")
+    fetch_site = request.headers.get("Sec-Fetch-Site")
+    if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+        return False
+    if origin == "null":
+        return fetch_site == "same-origin"
+    return origin is None or same_origin(origin, host)
+
+
+def _host_middleware(hosts: frozenset[str]) -> Any:
+    """Answer only requests to the names this explorer serves (a page on another name reaching
+    it through DNS rebinding is refused), and refuse cross-origin writes."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        host = request.headers.get("Host", "")
+        if host_name(host) not in hosts:
+            raise web.HTTPForbidden(
+                text=f"host {host!r} is not a name this explorer serves: start it with "
+                "--allow-host NAME (or FLEETPLACE_EXPLORER_HOSTS) to add one"
+            )
+        if request.method not in SAFE_METHODS and not _same_origin_request(request, host):
+            raise web.HTTPForbidden(text="cross-origin request refused")
+        return await handler(request)
+
+    return check
+
+
+async def _security_headers(_request: web.Request, response: web.StreamResponse) -> None:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+
+
 def _token_middleware(token: str) -> Any:
     expected = token.encode()
 
@@ -98,9 +177,14 @@ def create_app(
     token: str | None = None,
     clock: Clock = wall_clock,
     addon_resync_s: float = 300.0,
+    hosts: Iterable[str] = (),
 ) -> web.Application:
-    """The explorer over `store`; with `token`, every route needs it."""
-    app = web.Application(middlewares=[_token_middleware(token)] if token else [])
+    """The explorer over `store`, answering requests to the loopback names and `hosts`; with
+    `token`, every route needs it."""
+    names = LOOPBACK_HOSTS | {h.strip().lower().strip("[]") for h in hosts}
+    middlewares = [_host_middleware(names), *([_token_middleware(token)] if token else [])]
+    app = web.Application(middlewares=middlewares)
+    app.on_response_prepare.append(_security_headers)
     app[STORE] = store
 
     def html(title: str, active: str, body: str, *, live: bool = True, status: int = 200) -> web.Response:

@@ -184,23 +184,31 @@ def placements_page(
 
 def _bar(v: ClusterVerdict, scale: tuple[int, int], colors: Mapping[str, int]) -> str:
     """Positive points (score × weight) stack right of zero, negative ones left of it; both sides
-    share one scale across the table, so bars compare row to row."""
+    share one scale across the table, so bars compare row to row. An SVG drawn in percent of the
+    bar's width: sizes are attributes, not inline styles, which the page's CSP forbids."""
     if v.total is None:
         return ""
     below, above = scale
     span = max(1, below + above)
-    sides: dict[bool, list[str]] = {True: [], False: []}
+    zero = 100.0 * below / span
+    rects = []
+    ends = {True: zero, False: zero}
     for name, score, weight in v.parts:
         points = score * weight
-        side = max(1, above if points >= 0 else below)
-        sides[points >= 0].append(
-            f'<span class="p{colors[name] % PALETTE}" style="width:{100.0 * abs(points) / side:.3f}%" '
-            f'data-prioritizer="{esc(name)}" data-score="{score}" data-weight="{weight}" '
-            f'title="{esc(name)}: {score} × {weight}"></span>'
+        width = 100.0 * abs(points) / span
+        positive = points >= 0
+        x = ends[positive] if positive else ends[positive] - width
+        ends[positive] = x + width if positive else x
+        rects.append(
+            f'<rect class="p{colors[name] % PALETTE}{"" if positive else " neg"}" x="{x:.3f}" y="0" '
+            f'width="{width:.3f}" height="10" data-prioritizer="{esc(name)}" data-score="{score}" '
+            f'data-weight="{weight}"><title>{esc(name)}: {score} × {weight}</title></rect>'
         )
-    negative = f'<div class="neg" style="width:{100.0 * below / span:.3f}%">{"".join(sides[False])}</div>'
-    positive = f'<div class="pos" style="width:{100.0 * above / span:.3f}%">{"".join(sides[True])}</div>'
-    return f'<div class="bar" role="img" aria-label="score {v.total}">{negative}{positive}</div>'
+    return (
+        f'<svg class="bar" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
+        f'aria-label="score {v.total}">{"".join(rects)}'
+        f'<line class="zero" x1="{zero:.3f}" y1="0" x2="{zero:.3f}" y2="10"></line></svg>'
+    )
 
 
 def verdict_table(verdicts: Sequence[ClusterVerdict]) -> str:

@@ -32,16 +32,24 @@ def _status(status: str) -> str:
 
 
 def progress(counts: Mapping[str, int]) -> str:
-    """A bar of the placed clusters by status, and the counts in words."""
+    """A bar of the placed clusters by status (an SVG in percent of its width: no inline
+    styles), and the counts in words."""
     total = sum(counts.values())
-    parts = [
-        f'<span class="st-{s}" style="width:{100.0 * n / total:.3f}%" title="{n} {s}"></span>'
-        for s in STATUSES
-        if (n := counts.get(s, 0)) and total
-    ]
+    parts = []
+    x = 0.0
+    for s in STATUSES:
+        n = counts.get(s, 0)
+        if n and total:
+            width = 100.0 * n / total
+            parts.append(
+                f'<rect class="st-{s}" x="{x:.3f}" y="0" width="{width:.3f}" height="10">'
+                f"<title>{n} {s}</title></rect>"
+            )
+            x += width
     words = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s)) or "no clusters placed"
     return (
-        f'<div class="progress" role="img" aria-label="{esc(words)}">{"".join(parts)}</div>'
+        f'<svg class="progress" viewBox="0 0 100 10" preserveAspectRatio="none" role="img" '
+        f'aria-label="{esc(words)}">{"".join(parts)}</svg>'
         f'<span class="muted">{esc(words)}</span>'
     )
 

@@ -66,6 +66,18 @@ async def test_every_page_renders_with_the_navigation(explorer: Explorer) -> Non
         page = Elements(text)
         links = {a["href"] for a in page.with_attr("href")}
         assert {"/placements", "/fleet", "/fleet/matrix", "/what-if", "/rollouts"} <= links, path
+
+
+async def test_no_page_needs_what_its_content_security_policy_forbids(explorer: Explorer) -> None:
+    """The policy allows scripts and styles from the server's own files only: no inline script,
+    no <style> element, no style attribute, no event handler attribute."""
+    for path in PAGES:
+        async with aiohttp.ClientSession() as http, http.get(explorer.url + path) as response:
+            assert "script-src 'self'" in response.headers["Content-Security-Policy"], path
+            text = await response.text()
+        elements = Elements(text).elements
+        assert not [a for _, a in elements if "style" in a or any(k.startswith("on") for k in a)], path
+        assert not [t for t, a in elements if t == "style" or (t == "script" and "src" not in a)], path
     status, text = await _get(explorer.url + "/placements/apps/nothing")
     assert status == 404
 

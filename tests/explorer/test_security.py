@@ -79,3 +79,70 @@ async def test_the_bearer_scheme_is_case_insensitive_and_required(guarded: Explo
     for header in (TOKEN, f"Basic {TOKEN}", "Bearer", f"Bearer{TOKEN}", "Bearer wrong"):
         status, _ = await raw(guarded, "/api/version", {"Authorization": header})
         assert status == 401, header
+
+
+async def test_only_the_host_names_it_serves_are_answered(broker: str, topics: Topics) -> None:
+    settings = _settings(broker, topics).model_copy(update={"explorer_hosts": "env.example, Other.example"})
+    async with Explorer(settings, port=0, allowed_hosts=["fleet.example"]) as explorer:
+        await explorer.wait_caught_up(30)
+        port = explorer.port
+        for host in ("127.0.0.1", "localhost", "LOCALHOST", "[::1]", "fleet.example", "env.example"):
+            for given in (f"{host}:{port}", host):
+                status, _ = await raw(explorer, "/api/fleet", {"Host": given})
+                assert status == 200, given
+        status, _ = await raw(explorer, "/api/fleet", {"Host": "other.example"})
+        assert status == 200
+        for given in (f"attacker.example:{port}", "attacker.example", "127.0.0.1.attacker.example", ""):
+            status, _ = await raw(explorer, "/api/fleet", {"Host": given})
+            assert status == 403, given
+            status, _ = await raw(explorer, "/placements", {"Host": given})
+            assert status == 403, given
+
+
+async def test_cross_origin_posts_are_refused(open_explorer: Explorer) -> None:
+    port = open_explorer.port
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    body = b"placement=apps%2Fweb&spec=kind%3A+Nope"
+    for headers in (
+        {"Origin": "http://attacker.example"},
+        {"Origin": f"http://attacker.example:{port}"},
+        {"Origin": f"http://127.0.0.1:{port + 1}"},
+        {"Origin": "null"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Sec-Fetch-Site": "same-site", "Origin": f"http://localhost:{port + 1}"},
+    ):
+        status, _ = await raw(open_explorer, "/what-if", {**form, **headers}, "POST", body)
+        assert status == 403, headers
+    # the page's own form, and a client that sends no Origin: evaluated (the spec is refused)
+    for headers in (
+        {"Origin": f"http://127.0.0.1:{port}", "Sec-Fetch-Site": "same-origin"},
+        {"Origin": "null", "Sec-Fetch-Site": "same-origin"},  # a browser's form under no-referrer
+        {"Origin": f"http://localhost:{port}", "Host": f"localhost:{port}"},
+        {},
+    ):
+        status, _ = await raw(open_explorer, "/what-if", {**form, **headers}, "POST", body)
+        assert status == 400, headers
+
+
+async def test_every_response_carries_the_security_headers(guarded: Explorer) -> None:
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    answers = [
+        await raw(guarded, "/placements", auth),
+        await raw(guarded, "/api/version", auth),
+        await raw(guarded, "/static/explorer.css", auth),
+        await raw(guarded, "/placements/apps/nothing", auth),
+        await raw(guarded, "/no-such-page", auth),
+        await raw(guarded, "/placements"),  # 401
+        await raw(guarded, "/placements", {**auth, "Host": "attacker.example"}),  # 403
+        await raw(guarded, f"/fleet?token={TOKEN}"),  # 302
+    ]
+    assert sorted({status for status, _ in answers}) == [200, 302, 401, 403, 404]
+    for status, headers in answers:
+        assert headers["x-frame-options"] == "DENY", status
+        assert headers["x-content-type-options"] == "nosniff", status
+        assert headers["referrer-policy"] == "no-referrer", status
+        policy = dict(
+            part.strip().partition(" ")[::2] for part in headers["content-security-policy"].split(";")
+        )
+        assert policy["default-src"] == "'none'" and policy["frame-ancestors"] == "'none'", status
+        assert policy["script-src"] == policy["style-src"] == "'self'", status
