@@ -258,9 +258,22 @@ def create_app(
         latest = store.latest(key)
         explanation = store.explanation(record) if record is not None else None
         result = explanation.result if explanation is not None else None
-        verdicts = cluster_verdicts(result["explain"]) if result is not None else []
+        now = clock()
+        # "every cluster, as it was now": a cluster that joined the fleet after the last change
+        # (and so did not change the decision) is shown with its verdict evaluated now
+        joined = None
+        is_now = record is not None and latest is not None and record.seq == latest.seq
+        if (
+            is_now
+            and result is not None
+            and spec is not None
+            and set(fleet.clusters) - set(result["explain"])
+        ):
+            evaluated = result_json(schedule(spec, fleet, now, options=store.engine), None, spec, fleet, now)
+            joined = evaluated["explain"]
+        verdicts = cluster_verdicts(result["explain"], joined) if result is not None else []
         decided = store.decided_by(key)
-        expiries = toleration_expiries(spec, fleet, decided, clock()) if spec is not None else []
+        expiries = toleration_expiries(spec, fleet, decided, now) if spec is not None else []
         requeue = requeue_reason(latest, spec, fleet, expiries, addon_resync_s)
         body = pages.placement_page(
             placement_row(key, spec, latest),

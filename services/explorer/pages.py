@@ -225,9 +225,13 @@ def verdict_table(verdicts: Sequence[ClusterVerdict]) -> str:
     for v in verdicts:
         parts = ", ".join(f"{esc(n)} {s}×{w}" for n, s, w in v.parts)
         why = f'<span class="muted">{esc(v.why)}</span>' if v.why else ""
+        if v.joined:
+            joined = '<span class="badge" title="not in the fleet at this decision">joined since; as evaluated now</span>'
+            why = f"{joined} {why}" if why else joined
         total = "" if v.total is None else str(v.total)
         rows.append(
-            f'<tr data-cluster="{esc(v.cluster)}" data-verdict="{v.verdict}" data-total="{total}">'
+            f'<tr data-cluster="{esc(v.cluster)}" data-verdict="{v.verdict}" data-total="{total}"'
+            f"{' data-joined' if v.joined else ''}>"
             f'<td><a href="/fleet?q={esc(quote(v.cluster))}">{esc(v.cluster)}</a></td>'
             f'<td class="verdict-{v.verdict}">{v.verdict}</td><td class="num">{total}</td>'
             f"<td>{_bar(v, scale, colors)}</td><td>{parts}{' · ' if parts and why else ''}{why}</td></tr>"

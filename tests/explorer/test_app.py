@@ -138,6 +138,28 @@ async def test_numbers_shown_are_the_engines_explanation_then(
         assert orjson.loads(api) == orjson.loads(orjson.dumps(expected.to_json()))
 
 
+async def test_the_decision_now_is_explained_for_every_cluster_of_the_fleet(
+    explorer: Explorer, demo_settings: Settings
+) -> None:
+    history = await _history(demo_settings)
+    fleet = set(explorer.store.fleet.clusters)
+    for key in ("apps/web", "apps/monitoring", "apps/api"):
+        latest = max((d for d in history.decisions if d.key == key), key=lambda d: d.seq)
+        then = explain_record(history, latest, latest.now)
+        assert then.result is not None
+        _, text = await _get(explorer.url + f"/placements/{key}")
+        shown = cluster_rows(text)
+        assert set(shown) == fleet | set(then.result["explain"]), key
+        joined = {a["data-cluster"] for a in Elements(text).with_attr("data-joined")}
+        assert joined == fleet - set(then.result["explain"]), key
+        # the clusters it knew are shown as the decision's own explanation has them
+        for cluster in then.result["explain"]:
+            assert shown[cluster][1] == then.result["explain"][cluster].get("total"), (key, cluster)
+    # the demo's west-2 joined after api's last change: the page used to leave it out
+    _, text = await _get(explorer.url + "/placements/apps/api")
+    assert cluster_rows(text)["west-2"][0] == "filtered"
+
+
 async def test_toleration_and_requeue_are_shown(explorer: Explorer) -> None:
     _, text = await _get(explorer.url + "/placements/apps/web")
     page = Elements(text)
