@@ -23,7 +23,6 @@ from yarl import URL
 from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.services.explorer import pages, rollout_pages
 from fleetplace.services.explorer.assets import SCRIPT, STYLESHEET
-from fleetplace.services.explorer.rollout_views import RolloutRow, rollout_row
 from fleetplace.services.explorer.store import ExplorerStore
 from fleetplace.services.explorer.views import (
     PlacementFilter,
@@ -33,6 +32,7 @@ from fleetplace.services.explorer.views import (
     requeue_reason,
     toleration_expiries,
 )
+from fleetplace.services.rollout.overview import RolloutRow, rollout_row
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement import schedule

@@ -10,14 +10,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fleetplace.services.explorer.pages import esc, placement_url, rollout_url
-from fleetplace.services.explorer.rollout_views import (
+from fleetplace.services.rollout.listing import STATUSES, ClusterLine
+from fleetplace.services.rollout.overview import (
     RolloutPlacement,
     RolloutRow,
     diff_trigger,
     strategy_text,
     what_next,
 )
-from fleetplace.services.rollout.listing import STATUSES, ClusterLine
 
 GLYPHS = {"ToApply": "○", "Progressing": "◐", "Succeeded": "✓", "Failed": "✗", "TimeOut": "⚠", "Skip": "–"}
 NONE = '<span class="muted">—</span>'

@@ -13,8 +13,8 @@ import contextlib
 import time
 
 from fleetplace.services.auditor.history import INPUT_TOPICS, HistoryError
-from fleetplace.services.explorer.rollouts import ROLLOUT_TOPICS
 from fleetplace.services.explorer.store import ExplorerStore
+from fleetplace.services.rollout.book import ROLLOUT_TOPICS
 from fleetplace.shared.bus.kafka import Batch, BroadcastReader, make_admin, start_client
 from fleetplace.shared.bus.topics import DECISIONS, Topics
 from fleetplace.shared.settings import KafkaSettings

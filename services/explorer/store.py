@@ -2,7 +2,7 @@
 
 Fed by `follow` (services/explorer/source.py) with every record of the scheduler's inputs and of
 `decisions`, in the order a BroadcastReader hands them out, and with the rollout topics' records,
-which go to the rollout book (services/explorer/rollouts.py). It keeps them in the auditor's
+which go to the rollout book (services/rollout/book.py). It keeps them in the auditor's
 `History`, so an explanation is recomputed exactly as `fleetplace explain` does, and one
 `SourceReplay` advanced to the end of what was read, whose fleet is the fleet *now* (the Fleet
 and What-if pages) and whose decisions are the decisions in force.
@@ -20,7 +20,7 @@ from fleetplace.services.auditor.explain import Explanation
 from fleetplace.services.auditor.history import DecisionRecord, History, collection_paused
 from fleetplace.services.auditor.replay import SourceReplay
 from fleetplace.services.explorer.explainer import Explainer
-from fleetplace.services.explorer.rollouts import ROLLOUT_TOPICS, RolloutBook
+from fleetplace.services.rollout.book import ROLLOUT_TOPICS, RolloutBook
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.kafka import TP
 from fleetplace.shared.bus.records import Record

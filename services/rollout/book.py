@@ -1,7 +1,7 @@
-"""The rollouts as the explorer knows them, from the four rollout topics (docs/rollouts.md):
-every Rollout object (`rollouts`), the deployers' latest report per cluster (`rollout-status`),
-each rollout's diffs in seq order (`rollout-decisions`: its timeline) and its current answer
-(`rollout-state`). Records that do not decode are skipped: the worker dead-letters them.
+"""The rollouts as a reader of the four rollout topics (docs/rollouts.md) knows them — the
+explorer, `fleetplace rollout status`: every Rollout object (`rollouts`), the deployers' latest
+report per cluster (`rollout-status`), each rollout's diffs in seq order (`rollout-decisions`:
+its timeline) and its current answer (`rollout-state`). Records that do not decode are skipped: the worker dead-letters them.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What the Rollouts pages show, shaped from the rollout book and the placements' decisions: pure
-functions. A cluster's status is the one the rollout state lists it with, else the deployer's
+"""A rollout as people read it — what the explorer's Rollouts pages and `fleetplace rollout
+status` show —, shaped from the rollout book and the placements' decisions: pure functions. A cluster's status is the one the rollout state lists it with, else the deployer's
 report of the revision, else ToApply (services/rollout/listing.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fleetplace.services.explorer.rollouts import RolloutBook
+from fleetplace.services.rollout.book import RolloutBook
 from fleetplace.services.rollout.listing import ClusterLine, counts, placement_lines
 
 # A placement's decision groups now (`groupName`, `groupIndex`, `clusters`); None: no decision.
