@@ -10,11 +10,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fleetplace.services.explorer.pages import esc, placement_url, rollout_url
-from fleetplace.services.rollout.listing import STATUSES, ClusterLine
+from fleetplace.services.rollout.listing import STATUSES, ClusterLine, group_label
 from fleetplace.services.rollout.overview import (
     RolloutPlacement,
     RolloutRow,
     diff_trigger,
+    rollout_state,
     strategy_text,
     what_next,
 )
@@ -54,21 +55,17 @@ def progress(counts: Mapping[str, int]) -> str:
     )
 
 
-def badges(row: RolloutRow) -> str:
-    out = []
-    if row.deleted:
-        out.append('<span class="badge bad">Deleted</span>')
-    elif row.complete:
-        out.append('<span class="badge ok">Complete</span>')
-    else:
-        out.append('<span class="badge">In progress</span>')
-    if row.breach:
-        out.append(
-            '<span class="badge bad" title="more clusters failed than maxFailures allows">Breach</span>'
-        )
-    if any(p.error for p in row.placements):
-        out.append('<span class="badge bad">Error</span>')
-    return " ".join(out)
+STATE_CLASSES = {"Deleted": "bad", "Error": "bad", "Breached": "bad", "Complete": "ok"}
+
+
+def state_badge(row: RolloutRow) -> str:
+    """The rollout's one state (services/rollout/overview.py), its reason on hover."""
+    state = rollout_state(row)
+    cls = STATE_CLASSES.get(state.word, "")
+    return (
+        f'<span class="badge {cls}" data-state="{esc(state.word)}" title="{esc(state.reason)}">'
+        f"{esc(state.word)}</span>"
+    )
 
 
 def _legend() -> str:
@@ -96,7 +93,7 @@ def rollouts_page(rows: Sequence[RolloutRow], query: str, topic_note: str | None
             f'data-complete="{int(r.complete)}" data-breach="{int(r.breach)}">'
             f'<td>{esc(ns)}</td><td><a href="{esc(rollout_url(r.key))}">{esc(r.name)}</a></td>'
             f"<td>{esc(r.revision or '—')}</td><td>{placements or NONE}</td>"
-            f"<td>{progress(r.counts)}</td><td>{badges(r)}</td>"
+            f"<td>{progress(r.counts)}</td><td>{state_badge(r)}</td>"
             f'<td>{when}<br><span class="muted">{esc(r.trigger)} · seq {r.seq}</span></td></tr>'
         )
     if rows:
@@ -133,12 +130,13 @@ def _groups(lines: Sequence[ClusterLine]) -> str:
     for (index, name), members in sorted(groups.items()):
         chips = "".join(
             f'<li class="chip st-{esc(m.status)}" title="{esc(m.cluster)}: {esc(m.status)}'
-            f'{" since " + esc(m.since) if m.since else ""}">{GLYPHS.get(m.status, "?")} {esc(m.cluster)}</li>'
+            f'{" since " + esc(m.since) if m.since else ""}{": " + esc(m.message) if m.message else ""}">'
+            f"{GLYPHS.get(m.status, '?')} {esc(m.cluster)}</li>"
             for m in members
         )
         rows.append(
-            f'<div class="group" data-group="{esc(name)}"><span class="group-name">{esc(name or "(default)")} '
-            f'<span class="muted">#{index}</span></span><ul class="chips">{chips}</ul></div>'
+            f'<div class="group" data-group="{esc(name)}"><span class="group-name">'
+            f'{esc(group_label(name, index))}</span><ul class="chips">{chips}</ul></div>'
         )
     return "".join(rows) or '<p class="muted">No clusters placed.</p>'
 
@@ -146,16 +144,17 @@ def _groups(lines: Sequence[ClusterLine]) -> str:
 def _cluster_table(lines: Sequence[ClusterLine]) -> str:
     rows = []
     for line in lines:
-        group = f'{esc(line.group_name or "—")} <span class="muted">#{line.group_index}</span>'
+        group = esc(group_label(line.group_name, line.group_index))
         since = f'<time datetime="{esc(line.since)}">{esc(line.since)}</time>' if line.since else NONE
+        message = f'<span class="message">{esc(line.message)}</span>' if line.message else NONE
         rows.append(
             f'<tr data-cluster="{esc(line.cluster)}" data-status="{esc(line.status)}" data-listed="{esc(line.listed)}">'
             f"<td>{group}</td><td>{esc(line.cluster)}</td><td>{_status(line.status)}</td>"
-            f"<td>{since}</td><td>{_countdown(line.until)}</td><td>{esc(line.next)}</td></tr>"
+            f"<td>{since}</td><td>{_countdown(line.until)}</td><td>{esc(line.next)}</td><td>{message}</td></tr>"
         )
     return (
         '<div class="scroll"><table><thead><tr><th>Group</th><th>Cluster</th><th>Status</th><th>Since</th>'
-        "<th>Soak end / deadline</th><th>Next</th></tr></thead>"
+        "<th>Soak end / deadline</th><th>Next</th><th>Deployer's message</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -225,9 +224,10 @@ def rollout_page(row: RolloutRow, diffs: Sequence[Mapping[str, Any]]) -> str:
         if row.next_recheck_at
         else "none: the next evaluation waits for a report or a change"
     )
+    state = rollout_state(row)
     summary = (
         f'<p data-counts="{_counts_attr(row.counts)}">Revision <strong>{esc(row.revision or "—")}</strong> · '
-        f"{badges(row)} · {row.placed} clusters placed</p>{progress(row.counts)}"
+        f"{state_badge(row)} {esc(state.reason)} · {row.placed} clusters placed</p>{progress(row.counts)}"
         f"<p>Last change: {esc(row.changed_at or '—')} ({esc(row.trigger or '—')}, seq {row.seq}) · "
         f"Next recheck: {recheck}</p>"
     )

@@ -122,7 +122,12 @@ class RolloutBook:
         for cluster, (value, at) in self._reports.get(key, {}).items():
             if value.get("revision") == revision and isinstance(value.get("status"), str):
                 since = value.get("lastTransitionTime")
-                out[cluster] = Reported(value["status"], since if isinstance(since, str) else at)
+                message = value.get("message")
+                out[cluster] = Reported(
+                    value["status"],
+                    since if isinstance(since, str) else at,
+                    message if isinstance(message, str) else None,
+                )
         return out
 
     def referencing(self, placement: str) -> list[str]:

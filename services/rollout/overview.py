@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetplace.services.rollout.book import RolloutBook
-from fleetplace.services.rollout.listing import ClusterLine, counts, placement_lines
+from fleetplace.services.rollout.listing import ClusterLine, counts, group_label, placement_lines
 
 # A placement's decision groups now (`groupName`, `groupIndex`, `clusters`); None: no decision.
 GroupsOf = Callable[[str], Sequence[Mapping[str, Any]] | None]
@@ -58,8 +58,11 @@ class RolloutRow:
         return sum(self.counts.values())
 
     def to_json(self) -> dict[str, Any]:
+        state = rollout_state(self)
         return {
             "rollout": self.key,
+            "state": state.word,
+            "stateReason": state.reason,
             "namespace": self.namespace,
             "name": self.name,
             "revision": self.revision,
@@ -73,6 +76,38 @@ class RolloutRow:
             "trigger": self.trigger,
             "nextRecheckAt": self.next_recheck_at,
         }
+
+
+# The words for a maxFailures breach, wherever it is shown (the state and a placement's next steps).
+BREACH = "more clusters failed than maxFailures allows: no cluster beyond those listed now rolls out"
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutState:
+    """Where a rollout stands, in one word and the sentence that says why."""
+
+    word: str  # Deleted, Error, Breached, Complete, In progress
+    reason: str
+
+
+def rollout_state(row: RolloutRow) -> RolloutState:
+    """The one state of a rollout, as the explorer and `fleetplace rollout status` show it. The
+    first that holds wins: deleted, a strategy error, a maxFailures breach, complete, in progress
+    (docs/rollouts.md#where-a-rollout-stands)."""
+    if row.deleted:
+        return RolloutState("Deleted", "the rollout was deleted: nothing rolls out")
+    errors = [p for p in row.placements if p.error]
+    if errors:
+        return RolloutState(
+            "Error", "; ".join(f"placement {p.name}: {p.error}" for p in errors) + ": nothing rolls out"
+        )
+    if row.breach:
+        return RolloutState("Breached", BREACH)
+    if row.complete:
+        return RolloutState("Complete", "every placed cluster succeeded (its soak over) or was skipped")
+    if not any(p.decided for p in row.placements):
+        return RolloutState("In progress", "no placement has a decision yet: nothing to roll out")
+    return RolloutState("In progress", f"rolling out revision {row.revision or '—'}")
 
 
 def diff_trigger(diff: Mapping[str, Any]) -> str:
@@ -139,23 +174,25 @@ def strategy_text(strategy: Mapping[str, Any]) -> str:
 def what_next(placement: RolloutPlacement) -> list[str]:
     """What rolls out next on one placement, sentence by sentence."""
     if placement.error:
-        return [f"Stopped by an error in the strategy: {placement.error}"]
+        return [f"Nothing rolls out: the strategy has an error: {placement.error}"]
     if not placement.decided:
         return ["The placement has no decision yet: nothing to roll out."]
     lines = [line for line in placement.lines if line.listed != "removed"]
     out = []
     if placement.breach:
-        out.append("Stopped: more clusters failed than maxFailures allows; nothing new rolls out.")
+        out.append(f"Breached: {BREACH}.")
     apply = [line.cluster for line in lines if line.listed == "rollout" and line.status == "ToApply"]
     if apply:
         out.append(f"Apply now to {len(apply)}: {_names(apply)}.")
-    waiting = [
-        line.cluster
-        for line in lines
-        if line.listed == "rollout" and line.status in ("Progressing", "Failed")
-    ]
+    waiting = [line.cluster for line in lines if line.listed == "rollout" and line.status == "Progressing"]
     if waiting:
         out.append(f"Waiting for reports from {len(waiting)}: {_names(waiting)}.")
+    failed = [line.cluster for line in lines if line.listed == "rollout" and line.status == "Failed"]
+    if failed:
+        out.append(
+            f"Failed {len(failed)}: {_names(failed)}; each counts as a failure and times out at its "
+            "deadline unless a new report comes."
+        )
     soaking = sorted(
         (line.until or "", line.cluster)
         for line in lines
@@ -170,7 +207,7 @@ def what_next(placement: RolloutPlacement) -> list[str]:
         out.append(f"Timed out {len(timed_out)}: {_names(timed_out)}.")
     queued = [line for line in lines if not line.listed and line.status == "ToApply"]
     if queued and not placement.breach:
-        group = queued[0].group_name or f"#{queued[0].group_index}"
+        group = group_label(queued[0].group_name, queued[0].group_index)
         out.append(
             f"Then {len(queued)} wait their turn, group {group} first: {_names([q.cluster for q in queued])}."
         )
