@@ -228,6 +228,14 @@ def create_app(
         flt = placement_filter(request)
         return json({"version": store.version, "placements": [r.to_json() for r in rows() if flt.admits(r)]})
 
+    def spec_text(key: str) -> str:
+        found = store.fleet.placements.get(key)
+        if found is None:
+            return ""
+        body = found.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        body = {"apiVersion": found.api_version, "kind": "Placement", **body}
+        return yaml.safe_dump(body, sort_keys=False)
+
     def key_of(request: web.Request) -> str:
         return f"{request.match_info['namespace']}/{request.match_info['name']}"
 
@@ -285,6 +293,7 @@ def create_app(
             bool(spec is not None and spec.spec.tolerations),
             requeue,
             store.rollouts.referencing(key),
+            spec_text(key),
         )
         return html(key, "placements", body)
 
@@ -384,14 +393,6 @@ def create_app(
         return html("Clusters × placements", "matrix", body)
 
     # ---- what-if ---------------------------------------------------------------------------
-    def spec_text(key: str) -> str:
-        found = store.fleet.placements.get(key)
-        if found is None:
-            return ""
-        body = found.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-        body = {"apiVersion": found.api_version, "kind": "Placement", **body}
-        return yaml.safe_dump(body, sort_keys=False)
-
     async def what_if(request: web.Request) -> web.Response:
         keys = sorted(store.fleet.placements)
         key = request.query.get("placement") or (keys[0] if keys else "")
@@ -520,6 +521,12 @@ def create_app(
     app.router.add_get("/api/fleet", api_fleet)
     app.router.add_get("/api/rollouts", api_rollouts)
     app.router.add_get("/api/rollouts/{namespace}/{name}", api_rollout)
+
+    async def favicon(_request: web.Request) -> web.Response:
+        # browsers ask for it on every page: nothing to show, and no 404 to log
+        return web.Response(status=204, headers={"Cache-Control": "max-age=86400"})
+
+    app.router.add_get("/favicon.ico", favicon)
     app.router.add_get("/static/explorer.css", asset(STYLESHEET, "text/css"))
     app.router.add_get("/static/explorer.js", asset(SCRIPT, "application/javascript"))
     return app

@@ -50,7 +50,11 @@ form.filters label { display:flex; flex-direction:column; font-size:12px; color:
 input, select, textarea, button { font:inherit; padding:3px 6px; }
 textarea { width:100%; min-height:320px; font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:13px; }
 .grid2 { display:grid; grid-template-columns:minmax(0,1fr) minmax(0,1fr); gap:16px; }
-.cell-on { text-align:center; color:var(--ok); } td.cell { text-align:center; padding:2px; min-width:22px; }
+.what-if { display:grid; grid-template-columns:minmax(0,2fr) minmax(0,3fr); gap:16px; }
+table.verdicts th.why { white-space:normal; } table.verdicts td.why { overflow-wrap:anywhere; }
+pre.code { font:13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space:pre; overflow-x:auto; background:var(--panel); border:1px solid var(--line); border-radius:6px; padding:8px; margin:6px 0; }
+details#spec { margin:4px 0 8px; } details#spec summary { cursor:pointer; color:var(--accent); }
+.cell-on { text-align:center; color:var(--ok); } td.cell, th.cell { text-align:center; padding:2px; min-width:22px; }
 .pager { margin:8px 0; display:flex; gap:12px; }
 .note { background:var(--panel); border:1px solid var(--line); padding:8px 12px; border-radius:6px; }
 .error { color:var(--bad); white-space:pre-wrap; }
@@ -69,7 +73,7 @@ ul.chips { display:flex; flex-wrap:wrap; gap:4px; list-style:none; padding:0; ma
 ul.next { margin:4px 0; padding-left:20px; }
 h3 { font-size:14px; margin:12px 0 4px; }
 @media (max-width: 760px) {
-  .grid2 { grid-template-columns:1fr; }
+  .grid2, .what-if { grid-template-columns:1fr; }
   .wide-only { display:none; }
   .bar { width:120px; }
   .group { flex-direction:column; }
@@ -109,7 +113,7 @@ SCRIPT = """
     var source = new EventSource("/api/events");
     source.onmessage = function (event) {
       var data = JSON.parse(event.data);
-      var now = new Date().toLocaleTimeString();
+      var now = new Date().toISOString().replace(/\\.\\d+Z$/, "Z");  // the pages' one time format
       stamp("live \\u00b7 version " + data.version + " \\u00b7 " + now);
       if (data.version > version) { version = data.version; refresh(); }
     };

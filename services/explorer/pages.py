@@ -7,7 +7,7 @@ Numbers tests read back are also in data attributes (`data-total`, `data-score`,
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -21,6 +21,8 @@ from fleetplace.services.explorer.views import (
     TolerationExpiry,
     trigger_text,
 )
+from fleetplace.services.rollout.listing import group_label
+from fleetplace.shared.bus.envelope import parse_time
 
 NAV = (
     ("placements", "/placements", "Placements"),
@@ -49,6 +51,29 @@ def rollout_url(key: str) -> str:
 
 def iso(t: datetime) -> str:
     return t.isoformat().replace("+00:00", "Z")
+
+
+def when(text: str | None) -> str:
+    """A time as every page shows it: RFC 3339 in UTC to the second, whatever precision the
+    record carries (a `<time datetime>` keeps the exact value)."""
+    if not text:
+        return "—"
+    try:
+        t = parse_time(text)
+    except ValueError:
+        return text
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def time_tag(text: str | None) -> str:
+    """`<time>` showing `when(text)`, with the exact value in its datetime attribute."""
+    if not text:
+        return '<span class="muted">—</span>'
+    return f'<time datetime="{esc(text)}" title="{esc(text)}">{esc(when(text))}</time>'
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def layout(title: str, active: str, body: str, *, version: int, live: bool) -> str:
@@ -100,7 +125,7 @@ def _clusters(names: Iterable[str], cls: str = "", sign: str = "") -> str:
 def _groups(groups: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for g in groups:
-        name = g.get("groupName") or f"#{g.get('groupIndex')}"
+        name = group_label(str(g.get("groupName") or ""), int(g.get("groupIndex") or 0))
         parts.append(f"{esc(name)} ({len(g.get('clusters') or ())})")
     return ", ".join(parts) or '<span class="muted">—</span>'
 
@@ -147,14 +172,14 @@ def placements_page(
     body_rows = []
     for r in rows:
         wanted = "all" if r.wanted is None else str(r.wanted)
-        when = f'<time datetime="{esc(r.changed_at)}">{esc(r.changed_at)}</time>' if r.changed_at else "—"
+        changed = time_tag(r.changed_at)
         body_rows.append(
             f'<tr data-placement="{esc(r.key)}" data-selected="{r.selected}">'
             f'<td>{esc(r.namespace)}</td><td><a href="{esc(placement_url(r.key))}">{esc(r.name)}</a></td>'
             f'<td class="num">{r.selected} / {wanted}</td>'
             f"<td>{condition_badges(r.conditions, r.deleted)}</td>"
             f'<td class="wide-only">{_groups(r.groups)}</td>'
-            f'<td>{when}<br><span class="muted">{esc(r.trigger)} · seq {r.seq}</span></td></tr>'
+            f'<td>{changed}<br><span class="muted">{esc(r.trigger)} · seq {r.seq}</span></td></tr>'
         )
     params = {
         k: v
@@ -221,10 +246,19 @@ def verdict_table(verdicts: Sequence[ClusterVerdict]) -> str:
         below = max(below, sum(max(0, -s * w) for _, s, w in v.parts))
     scale = (below, above)
     legend = "".join(f'<span class="swatch p{i % PALETTE}"></span>{esc(name)}' for name, i in colors.items())
+    # A multi-line reason (a CEL compile error with its caret line) is the same for every cluster
+    # it filters: shown once above the table, in monospace so the caret sits under its column.
+    errors: list[str] = []
+    for v in verdicts:
+        if "\n" in v.why and v.why not in errors:
+            errors.append(v.why)
     rows = []
     for v in verdicts:
         parts = ", ".join(f"{esc(n)} {s}×{w}" for n, s, w in v.parts)
         why = f'<span class="muted">{esc(v.why)}</span>' if v.why else ""
+        if v.why in errors:
+            which = "the error above" if len(errors) == 1 else f"error {errors.index(v.why) + 1} above"
+            why = f'<span class="muted">{esc(v.why.partition(":")[0])}: {which}</span>'
         if v.joined:
             joined = '<span class="badge" title="not in the fleet at this decision">joined since; as evaluated now</span>'
             why = f"{joined} {why}" if why else joined
@@ -234,14 +268,17 @@ def verdict_table(verdicts: Sequence[ClusterVerdict]) -> str:
             f"{' data-joined' if v.joined else ''}>"
             f'<td><a href="/fleet?q={esc(quote(v.cluster))}">{esc(v.cluster)}</a></td>'
             f'<td class="verdict-{v.verdict}">{v.verdict}</td><td class="num">{total}</td>'
-            f"<td>{_bar(v, scale, colors)}</td><td>{parts}{' · ' if parts and why else ''}{why}</td></tr>"
+            f'<td>{_bar(v, scale, colors)}</td><td class="why">{parts}{" · " if parts and why else ""}{why}</td></tr>'
         )
     counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in ("selected", "outranked", "filtered")}
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
+    shown_errors = "".join(
+        f'<pre class="error code" data-error="{i + 1}">{esc(e)}</pre>' for i, e in enumerate(errors)
+    )
     return (
-        f'<p class="legend muted">{summary}. Score by prioritizer (score × weight): {legend}</p>'
-        '<div class="scroll"><table><thead><tr><th>Cluster</th><th>Verdict</th><th class="num">Score</th>'
-        "<th>Breakdown</th><th>Prioritizers / filtered by</th></tr></thead>"
+        f'<p class="legend muted">{summary}. Score by prioritizer (score × weight): {legend}</p>{shown_errors}'
+        '<div class="scroll"><table class="verdicts"><thead><tr><th>Cluster</th><th>Verdict</th>'
+        '<th class="num">Score</th><th>Breakdown</th><th class="why">Prioritizers / filtered by</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
@@ -256,7 +293,7 @@ def _timeline(diffs: Sequence[DecisionRecord], shown_seq: int | None) -> str:
         rows.append(
             f'<tr data-seq="{d.seq}" data-trigger="{esc(kind)}"{current}>'
             f'<td class="num"><a href="{esc(placement_url(d.key, d.seq))}" aria-label="explanation of seq {d.seq}">{d.seq}</a></td>'
-            f'<td><time datetime="{esc(d.evaluated_at)}">{esc(d.evaluated_at)}</time></td>'
+            f"<td>{time_tag(d.evaluated_at)}</td>"
             f"<td>{esc(trigger_text(d))}</td><td>{added}</td><td>{removed}</td></tr>"
         )
     return (
@@ -275,17 +312,26 @@ def _tolerations(expiries: Sequence[TolerationExpiry], has_tolerations: bool) ->
     rows = []
     for e in expiries:
         if e.deadline is None:
-            when = '<span class="muted">never</span>'
+            runs_out = '<span class="muted">never</span>'
         else:
             at = iso(e.deadline)
-            when = f'<time datetime="{esc(at)}" title="{esc(at)}" class="countdown" data-deadline="{esc(at)}">{esc(at)}</time>'
+            runs_out = f'<time datetime="{esc(at)}" title="{esc(at)}" class="countdown" data-deadline="{esc(at)}">{esc(when(at))}</time>'
         rows.append(
             f"<tr><td>{esc(e.toleration)}</td><td>{esc(e.cluster)}{' (decided)' if e.decided else ''}</td>"
-            f"<td>{esc(e.taint)}</td><td>{when}</td></tr>"
+            f"<td>{esc(e.taint)}</td><td>{runs_out}</td></tr>"
         )
     return (
         '<div class="scroll"><table><thead><tr><th>Toleration</th><th>Cluster</th><th>Taint</th>'
         f"<th>Runs out</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _spec(spec: str) -> str:
+    if not spec:
+        return '<p class="muted">The placement does not exist now: no spec.</p>'
+    return (
+        '<details id="spec"><summary>The Placement it explains (YAML)</summary>'
+        f'<pre class="code">{esc(spec)}</pre></details>'
     )
 
 
@@ -299,33 +345,31 @@ def placement_page(
     has_tolerations: bool,
     requeue: tuple[str | None, str],
     rollouts: Sequence[str] = (),
+    spec: str = "",
 ) -> str:
-    """`rollouts`: the rollouts whose placementRefs name this placement."""
+    """`rollouts`: the rollouts whose placementRefs name this placement; `spec`: its Placement
+    now, as YAML ("" once deleted)."""
     wanted = "all" if row.wanted is None else str(row.wanted)
     latest = diffs[-1] if diffs else None
     groups = []
     for g in (latest.value.get("groups") or ()) if latest is not None else ():
-        name = g.get("groupName") or "(default)"
-        groups.append(
-            f'<tr><td>{esc(name)}</td><td class="num">{esc(g.get("groupIndex"))}</td>'
-            f"<td>{_clusters(g.get('clusters') or ())}</td></tr>"
-        )
+        name = group_label(str(g.get("groupName") or ""), int(g.get("groupIndex") or 0))
+        groups.append(f"<tr><td>{esc(name)}</td><td>{_clusters(g.get('clusters') or ())}</td></tr>")
     decision = (
-        '<div class="scroll"><table><thead><tr><th>Group</th><th class="num">Index</th><th>Clusters</th></tr></thead>'
+        '<div class="scroll"><table><thead><tr><th>Group</th><th>Clusters</th></tr></thead>'
         f"<tbody>{''.join(groups)}</tbody></table></div>"
         if groups
         else '<p class="muted">No clusters decided.</p>'
     )
     at_text, why = requeue
     next_requeue = (
-        f'<time datetime="{esc(at_text)}">{esc(at_text)}</time> '
-        f'<span class="countdown" data-deadline="{esc(at_text)}"></span> — {esc(why)}'
+        f'{time_tag(at_text)} <span class="countdown" data-deadline="{esc(at_text)}"></span> — {esc(why)}'
         if at_text
         else esc(why)
     )
     head = (
         f"<p><strong>{row.selected} / {wanted}</strong> selected · {condition_badges(row.conditions, row.deleted)}</p>"
-        f"<p>Last change: {esc(row.changed_at or '—')} ({esc(row.trigger)}, seq {row.seq}) · "
+        f"<p>Last change: {time_tag(row.changed_at)} ({esc(row.trigger)}, seq {row.seq}) · "
         f"Next requeue: {next_requeue}</p>"
     )
     if rollouts:
@@ -341,7 +385,7 @@ def placement_page(
             else f'<span class="badge bad">does not reproduce: {esc(", ".join(explanation.differs))} differ</span>'
         )
         meta = (
-            f"<p>seq <strong>{shown.seq}</strong>, evaluated {esc(shown.evaluated_at)}, trigger "
+            f"<p>seq <strong>{shown.seq}</strong>, evaluated {time_tag(shown.evaluated_at)}, trigger "
             f"{esc(trigger_text(shown))}, record {esc(shown.where)} by {esc(shown.source or '?')} "
             f"{reproduced}</p>"
         )
@@ -360,12 +404,12 @@ def placement_page(
     return (
         f'<h1>{esc(row.key)}</h1><p class="muted">'
         f'<a href="/what-if?placement={esc(quote(row.key, safe=""))}">what if its spec changed?</a></p>'
-        f'<div id="summary" data-live>{head}</div>'
+        f'<div id="summary" data-live>{head}</div>{_spec(spec)}'
         f'<div class="grid2"><section aria-labelledby="h-decision"><h2 id="h-decision">Decision now, by group</h2>'
         f'<div id="decision" data-live>{decision}</div></section>'
         f'<section aria-labelledby="h-tol"><h2 id="h-tol">Tolerations</h2>'
         f'<div id="tolerations" data-live>{_tolerations(expiries, has_tolerations)}</div></section></div>'
-        f'<section aria-labelledby="h-timeline"><h2 id="h-timeline">Timeline ({len(diffs)} diffs)</h2>'
+        f'<section aria-labelledby="h-timeline"><h2 id="h-timeline">Timeline ({plural(len(diffs), "diff")})</h2>'
         f'<div id="timeline" data-live>{_timeline(diffs, shown.seq if shown is not None else None)}</div></section>'
         f'<section id="explanation" aria-label="Explanation"><div id="explained" data-live>{explained}</div></section>'
     )
@@ -389,7 +433,7 @@ def fleet_page(clusters: Sequence[Mapping[str, Any]], total: int, query: str, pa
             "<br>".join(
                 f"{esc(s['resource'])}: {esc(', '.join(f'{k} {v}' for k, v in s['scores'].items()))}"
                 + (
-                    f' <span class="muted">valid until {esc(s["validUntil"])}</span>'
+                    f' <span class="muted">valid until {time_tag(s["validUntil"])}</span>'
                     if s["validUntil"]
                     else ""
                 )
@@ -509,7 +553,10 @@ def what_if_page(
             + condition_badges(result.get("conditions") or ())
             + verdict_table(verdicts)
         )
-    return f'<h1>What-if</h1>{pick}<div class="grid2"><div>{form}</div><div id="what-if-result">{out}</div></div>'
+    return (
+        f'<h1>What-if</h1>{pick}<div class="what-if"><div>{form}</div>'
+        f'<div id="what-if-result">{out}</div></div>'
+    )
 
 
 def not_found(message: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fleetplace.services.explorer.pages import esc, placement_url, rollout_url
+from fleetplace.services.explorer.pages import esc, placement_url, plural, rollout_url, time_tag
 from fleetplace.services.rollout.listing import STATUSES, ClusterLine, group_label
 from fleetplace.services.rollout.overview import (
     RolloutPlacement,
@@ -87,7 +87,7 @@ def rollouts_page(rows: Sequence[RolloutRow], query: str, topic_note: str | None
         placements = ", ".join(
             f'<a href="{esc(placement_url(f"{ns}/{p.name}"))}">{esc(p.name)}</a>' for p in r.placements
         )
-        when = f'<time datetime="{esc(r.changed_at)}">{esc(r.changed_at)}</time>' if r.changed_at else "—"
+        when = time_tag(r.changed_at)
         body.append(
             f'<tr data-rollout="{esc(r.key)}" data-counts="{_counts_attr(r.counts)}" '
             f'data-complete="{int(r.complete)}" data-breach="{int(r.breach)}">'
@@ -114,10 +114,7 @@ def rollouts_page(rows: Sequence[RolloutRow], query: str, topic_note: str | None
 def _countdown(at: str | None) -> str:
     if not at:
         return NONE
-    return (
-        f'<time datetime="{esc(at)}">{esc(at)}</time><br>'
-        f'<span class="countdown" data-deadline="{esc(at)}"></span>'
-    )
+    return f'{time_tag(at)}<br><span class="countdown" data-deadline="{esc(at)}"></span>'
 
 
 def _groups(lines: Sequence[ClusterLine]) -> str:
@@ -145,7 +142,7 @@ def _cluster_table(lines: Sequence[ClusterLine]) -> str:
     rows = []
     for line in lines:
         group = esc(group_label(line.group_name, line.group_index))
-        since = f'<time datetime="{esc(line.since)}">{esc(line.since)}</time>' if line.since else NONE
+        since = time_tag(line.since)
         message = f'<span class="message">{esc(line.message)}</span>' if line.message else NONE
         rows.append(
             f'<tr data-cluster="{esc(line.cluster)}" data-status="{esc(line.status)}" data-listed="{esc(line.listed)}">'
@@ -190,7 +187,7 @@ def _flags(diff: Mapping[str, Any]) -> str:
         if p.get("error"):
             out.append(f'<span class="error">{esc(p.get("name"))}: {esc(p["error"])}</span>')
     if diff.get("nextRecheckAt"):
-        out.append(f'<span class="muted">recheck {esc(diff["nextRecheckAt"])}</span>')
+        out.append(f'<span class="muted">recheck {time_tag(diff["nextRecheckAt"])}</span>')
     return " ".join(out) or NONE
 
 
@@ -205,7 +202,7 @@ def timeline(diffs: Sequence[Mapping[str, Any]]) -> str:
         rows.append(
             f'<tr id="seq-{esc(d.get("seq"))}" data-seq="{esc(d.get("seq"))}" data-trigger="{esc(kind)}">'
             f'<td class="num">{esc(d.get("seq"))}</td>'
-            f'<td><time datetime="{esc(d.get("evaluatedAt"))}">{esc(d.get("evaluatedAt"))}</time></td>'
+            f"<td>{time_tag(d.get('evaluatedAt'))}</td>"
             f"<td>{esc(diff_trigger(d))}</td><td>{esc(d.get('revision'))}</td>"
             f"<td>{_names(d.get('added') or (), 'added', '+')}</td>"
             f"<td>{_names(d.get('removed') or (), 'removed', '−')}</td><td>{_flags(d)}</td></tr>"
@@ -219,7 +216,7 @@ def timeline(diffs: Sequence[Mapping[str, Any]]) -> str:
 
 def rollout_page(row: RolloutRow, diffs: Sequence[Mapping[str, Any]]) -> str:
     recheck = (
-        f'<time datetime="{esc(row.next_recheck_at)}">{esc(row.next_recheck_at)}</time> '
+        f"{time_tag(row.next_recheck_at)} "
         f'<span class="countdown" data-deadline="{esc(row.next_recheck_at)}"></span>'
         if row.next_recheck_at
         else "none: the next evaluation waits for a report or a change"
@@ -228,7 +225,7 @@ def rollout_page(row: RolloutRow, diffs: Sequence[Mapping[str, Any]]) -> str:
     summary = (
         f'<p data-counts="{_counts_attr(row.counts)}">Revision <strong>{esc(row.revision or "—")}</strong> · '
         f"{state_badge(row)} {esc(state.reason)} · {row.placed} clusters placed</p>{progress(row.counts)}"
-        f"<p>Last change: {esc(row.changed_at or '—')} ({esc(row.trigger or '—')}, seq {row.seq}) · "
+        f"<p>Last change: {time_tag(row.changed_at)} ({esc(row.trigger or '—')}, seq {row.seq}) · "
         f"Next recheck: {recheck}</p>"
     )
     sections = "".join(_placement(i, p) for i, p in enumerate(row.placements))
@@ -237,6 +234,6 @@ def rollout_page(row: RolloutRow, diffs: Sequence[Mapping[str, Any]]) -> str:
     return (
         f'<h1>Rollout {esc(row.key)}</h1><p class="muted"><a href="/rollouts">all rollouts</a></p>'
         f'{_legend()}<div id="rollout-summary" data-live>{summary}</div>{sections}'
-        f'<section aria-labelledby="h-timeline"><h2 id="h-timeline">Timeline ({len(diffs)} diffs)</h2>'
+        f'<section aria-labelledby="h-timeline"><h2 id="h-timeline">Timeline ({plural(len(diffs), "diff")})</h2>'
         f'<div id="rollout-timeline" data-live>{timeline(diffs)}</div></section>'
     )

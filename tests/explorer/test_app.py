@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -158,6 +161,31 @@ async def test_the_decision_now_is_explained_for_every_cluster_of_the_fleet(
     # the demo's west-2 joined after api's last change: the page used to leave it out
     _, text = await _get(explorer.url + "/placements/apps/api")
     assert cluster_rows(text)["west-2"][0] == "filtered"
+
+
+async def test_the_placement_page_shows_the_spec_it_explains(explorer: Explorer) -> None:
+    _, text = await _get(explorer.url + "/placements/apps/web")
+    found = re.search(r'<details id="spec">.*?<pre[^>]*>(.*?)</pre>', text, re.S)
+    assert found is not None, "no collapsed spec"
+    shown = yaml.safe_load(html.unescape(found.group(1)))
+    placement = explorer.store.fleet.placements["apps/web"]
+    assert (shown["kind"], shown["metadata"]["namespace"], shown["metadata"]["name"]) == (
+        "Placement",
+        "apps",
+        "web",
+    )
+    assert shown["spec"]["numberOfClusters"] == placement.spec.number_of_clusters == 2
+    assert len(shown["spec"]["tolerations"]) == len(placement.spec.tolerations)
+
+
+async def test_times_read_one_way_and_unnamed_groups_one_way(explorer: Explorer) -> None:
+    for path in (*PAGES, "/placements/apps/api"):
+        _, text = await _get(explorer.url + path)
+        shown = re.findall(r"<time[^>]*>([^<]*)</time>", text)
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in shown), (path, shown)
+        assert "(default)" not in text and "— #" not in text, path
+    _, text = await _get(explorer.url + "/placements")
+    assert re.search(r"<time[^>]*>", text)  # the list shows its last changes as times
 
 
 async def test_toleration_and_requeue_are_shown(explorer: Explorer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from datetime import UTC, datetime, timedelta
 from html import escape
 from typing import Any
@@ -28,7 +29,7 @@ from fleetplace.shared.api.objects import parse_object
 from fleetplace.shared.api.ocm import ManagedCluster, Placement
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.placement import Fleet, apply_object
-from tests.explorer.pages import cluster_rows
+from tests.explorer.pages import Elements, cluster_rows
 
 NOW = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
 SCORED = st.fixed_dictionaries(
@@ -224,3 +225,66 @@ async def test_rollout_pages_escape_every_value() -> None:
         page = await (await client.get(f"/rollouts/apps/{quote(hostile, safe='')}")).text()
     for text in (listing, page):
         assert "<script>alert" not in text and escape(hostile) in text
+
+
+def test_a_multi_line_filter_reason_is_shown_once_in_monospace() -> None:
+    error = (
+        "compilation failed: ERROR: <input>:1:32: Syntax error: mismatched input '=='\n"
+        " | cluster.metadata.labels['x'] ==== 1\n"
+        " | ...............................^"
+    )
+    verdicts = [ClusterVerdict(f"c{i}", "filtered", f"Predicate: {error}", None, ()) for i in range(3)]
+    html = verdict_table(verdicts)
+    assert html.count("==== 1") == 1 and html.count("compilation failed") == 1
+    blocks = [a for tag, a in Elements(html).elements if tag == "pre" and "data-error" in a]
+    assert len(blocks) == 1 and "code" in blocks[0]["class"].split()
+    assert escape(f"Predicate: {error}") in html  # its lines kept as they are
+    assert list(cluster_rows(html)) == ["c0", "c1", "c2"]
+    assert Elements(html).text.count("Predicate: the error above") == 3
+
+
+async def test_small_things_favicon_plural_group_names_and_one_time_format() -> None:
+    store = ExplorerStore("p.")
+    diff = {
+        "rollout": "apps/web",
+        "seq": 1,
+        "revision": "v1",
+        "evaluatedAt": "2026-01-01T00:06:00.123456Z",
+        "trigger": {"kind": "rollout", "key": "apps/web"},
+        "clusters": ["c1"],
+        "added": ["c1"],
+        "nextRecheckAt": "2026-01-01T00:16:00Z",
+    }
+    state = {
+        "rollout": "apps/web",
+        "seq": 1,
+        "revision": "v1",
+        "clusters": ["c1"],
+        "placements": [
+            {
+                "name": "web",
+                "decided": True,
+                "clustersToRollout": [
+                    {"clusterName": "c1", "groupName": "", "groupIndex": 1, "status": "ToApply"}
+                ],
+            }
+        ],
+        "complete": False,
+        "maxFailureBreach": False,
+    }
+    store.add(
+        [
+            Record("p.rollout-decisions", 0, 0, "apps/web", orjson.dumps(diff)),
+            Record("p.rollout-state", 0, 0, "apps/web", orjson.dumps(state)),
+        ]
+    )
+    async with TestClient(TestServer(create_app(store))) as client:
+        favicon = await client.get("/favicon.ico")
+        assert favicon.status == 204
+        text = await (await client.get("/rollouts/apps/web")).text()
+    page = Elements(text)
+    assert "Timeline (1 diff)" in page.text
+    assert "#1" in page.text and "(default)" not in page.text and "— #" not in page.text
+    shown = re.findall(r"<time[^>]*>([^<]*)</time>", text)
+    assert "2026-01-01T00:06:00Z" in shown and "2026-01-01T00:16:00Z" in shown
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in shown), shown
