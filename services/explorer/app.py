@@ -264,7 +264,7 @@ def create_app(
         fleet = store.fleet
         spec = fleet.placements.get(key)
         latest = store.latest(key)
-        explanation = store.explanation(record) if record is not None else None
+        explanation = await store.explain(record) if record is not None else None
         result = explanation.result if explanation is not None else None
         now = clock()
         # "every cluster, as it was now": a cluster that joined the fleet after the last change
@@ -277,8 +277,11 @@ def create_app(
             and spec is not None
             and set(fleet.clusters) - set(result["explain"])
         ):
-            evaluated = result_json(schedule(spec, fleet, now, options=store.engine), None, spec, fleet, now)
-            joined = evaluated["explain"]
+            joined = await store.off_loop(
+                lambda: result_json(schedule(spec, fleet, now, options=store.engine), None, spec, fleet, now)[
+                    "explain"
+                ]
+            )
         verdicts = cluster_verdicts(result["explain"], joined) if result is not None else []
         decided = store.decided_by(key)
         expiries = toleration_expiries(spec, fleet, decided, now) if spec is not None else []
@@ -314,7 +317,7 @@ def create_app(
         record = shown(key, seq_of(request))
         if record is None:
             return json({"error": f"no decision of {key}"}, 404)
-        return json(store.explanation(record).to_json())
+        return json((await store.explain(record)).to_json())
 
     # ---- fleet -----------------------------------------------------------------------------
     def clusters_json(query: str) -> list[dict[str, Any]]:
@@ -417,7 +420,11 @@ def create_app(
         assert isinstance(modified, Placement)
         now = clock()
         fleet = store.fleet
-        result = result_json(schedule(modified, fleet, now, options=store.engine), None, modified, fleet, now)
+        result = await store.off_loop(
+            lambda: result_json(
+                schedule(modified, fleet, now, options=store.engine), None, modified, fleet, now
+            )
+        )
         latest = store.latest(modified.key)
         today = None if latest is None or latest.deleted else list(latest.value.get("decisions") or ())
         verdicts = cluster_verdicts(result["explain"])

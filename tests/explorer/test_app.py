@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,8 +16,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetplace.services.auditor.explain import explain_record
-from fleetplace.services.auditor.history import History, read_history
+from fleetplace.services.auditor.explain import Explanation, explain_record
+from fleetplace.services.auditor.history import DecisionRecord, History, read_history
 from fleetplace.services.explorer import Explorer, TokenRequired
 from fleetplace.services.explorer.explainer import Explainer
 from fleetplace.services.testing import running_scheduler
@@ -226,6 +227,37 @@ async def test_rollouts_page_says_there_are_none_when_the_history_has_none(explo
         assert "No rollouts." in Elements(text).text
         _, api = await _get(explorer.url + "/api/rollouts")
         assert orjson.loads(api)["rollouts"] == []
+
+
+async def test_other_requests_are_answered_while_an_explanation_is_computed(
+    explorer: Explorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+    explain = Explainer.explain
+
+    def held(self: Explainer, target: DecisionRecord) -> Explanation:
+        started.set()
+        release.wait(20)  # held until the other requests are answered (or it gives up)
+        try:
+            return explain(self, target)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(Explainer, "explain", held)
+    async with aiohttp.ClientSession() as http:
+        # seq 1 of web is explained by no page so far: the explainer walks to it
+        slow = asyncio.create_task(_get(explorer.url + "/placements/apps/web?seq=1"))
+        assert await asyncio.to_thread(started.wait, 20), "the explanation did not start"
+        answered = 0
+        for path in ("/api/version", "/placements", "/fleet", "/fleet/matrix", "/api/fleet"):
+            async with http.get(explorer.url + path) as response:
+                assert response.status == 200, path
+                await response.read()
+            answered += 0 if finished.is_set() else 1
+        release.set()
+        status, text = await slow
+    assert answered == 5, "requests waited for the explanation"
+    assert status == 200 and "as it was then" in Elements(text).text
 
 
 async def test_live_updates_arrive_while_it_runs(explorer: Explorer, demo_settings: Settings) -> None:
