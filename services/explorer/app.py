@@ -434,7 +434,7 @@ def create_app(
     # ---- rollouts --------------------------------------------------------------------------
     def rollout_rows(query: str = "") -> list[RolloutRow]:
         keys = [k for k in store.rollouts.rollout_keys() if query.lower() in k.lower()]
-        return [rollout_row(store.rollouts, k, store.groups) for k in keys]
+        return [rollout_row(store.rollouts, k, store.groups, lines=False) for k in keys]
 
     async def rollouts(request: web.Request) -> web.Response:
         query = request.query.get("q", "")

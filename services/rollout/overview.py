@@ -9,7 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetplace.services.rollout.book import RolloutBook
-from fleetplace.services.rollout.listing import ClusterLine, counts, group_label, placement_lines
+from fleetplace.services.rollout.listing import (
+    ClusterLine,
+    counts,
+    group_label,
+    placement_counts,
+    placement_lines,
+)
 
 # A placement's decision groups now (`groupName`, `groupIndex`, `clusters`); None: no decision.
 GroupsOf = Callable[[str], Sequence[Mapping[str, Any]] | None]
@@ -23,11 +29,8 @@ class RolloutPlacement:
     decided: bool
     error: str | None
     breach: bool
-    lines: tuple[ClusterLine, ...]
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return counts(self.lines)
+    counts: Mapping[str, int]  # placed clusters by status
+    lines: tuple[ClusterLine, ...]  # empty unless asked for (rollout_row's `lines`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +119,9 @@ def diff_trigger(diff: Mapping[str, Any]) -> str:
     return f"{kind}:{key}" if key else str(kind or "")
 
 
-def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf) -> RolloutRow:
+def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf, *, lines: bool = True) -> RolloutRow:
+    """The rollout as people read it; without `lines`, its placements carry their counts but no
+    cluster lines (a list of every rollout needs no more)."""
     namespace, _, name = key.partition("/")
     state = book.states.get(key) or {}
     latest = book.latest(key) or {}
@@ -127,7 +132,14 @@ def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf) -> RolloutRow:
     for ref in book.placements(key):
         entry = listed.get(ref, {"name": ref})
         groups = groups_of(f"{namespace}/{ref}")
-        lines = placement_lines(entry, groups or (), reports) if state else []
+        shown: list[ClusterLine] = []
+        if not state:
+            by_status = counts(())
+        elif lines:
+            shown = placement_lines(entry, groups or (), reports)
+            by_status = counts(shown)
+        else:
+            by_status = placement_counts(entry, groups or (), reports)
         placements.append(
             RolloutPlacement(
                 ref,
@@ -136,7 +148,8 @@ def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf) -> RolloutRow:
                 bool(entry.get("decided", groups is not None)),
                 entry.get("error"),
                 bool(entry.get("maxFailureBreach")),
-                tuple(lines),
+                by_status,
+                tuple(shown),
             )
         )
     return RolloutRow(

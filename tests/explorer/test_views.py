@@ -24,7 +24,7 @@ from fleetplace.services.explorer.views import (
     cluster_verdicts,
     toleration_expiries,
 )
-from fleetplace.services.rollout.listing import Reported, counts, placement_lines
+from fleetplace.services.rollout.listing import Reported, counts, placement_counts, placement_lines
 from fleetplace.shared.api.objects import parse_object
 from fleetplace.shared.api.ocm import ManagedCluster, Placement
 from fleetplace.shared.bus.records import Record
@@ -204,6 +204,37 @@ def test_every_placed_cluster_has_one_line_with_the_state_first_then_the_report(
     for cluster, line in by_cluster.items():
         assert line.status == listed.get(cluster) or reported.get(cluster) or "ToApply"
     assert sum(counts(lines).values()) == len(lines)
+
+
+@given(
+    groups=st.lists(st.lists(NAMES, max_size=4), max_size=4),
+    to_rollout=st.dictionaries(NAMES, STATUS, max_size=4),
+    timed_out=st.lists(NAMES, max_size=3, unique=True),
+    removed=st.lists(NAMES, max_size=2, unique=True),
+    reported=st.dictionaries(NAMES, st.sampled_from(["Progressing", "Succeeded", "Failed", "Skip"])),
+)
+def test_the_lists_counts_made_without_lines_are_the_lines_counts(
+    groups: list[list[str]],
+    to_rollout: dict[str, str],
+    timed_out: list[str],
+    removed: list[str],
+    reported: dict[str, str],
+) -> None:
+    def entries(statuses: dict[str, str]) -> list[dict[str, Any]]:
+        return [
+            {"clusterName": c, "groupName": "", "groupIndex": 0, "status": s, "timeOutTime": None}
+            for c, s in statuses.items()
+        ]
+
+    entry = {
+        "name": "web",
+        "clustersToRollout": entries(to_rollout),
+        "clustersTimeOut": entries(dict.fromkeys(timed_out, "TimeOut")),
+        "clustersRemoved": entries(dict.fromkeys(removed, "Succeeded")),
+    }
+    decision = [{"groupName": f"g{i}", "groupIndex": i, "clusters": g} for i, g in enumerate(groups)]
+    reports = {c: Reported(s, None) for c, s in reported.items()}
+    assert placement_counts(entry, decision, reports) == counts(placement_lines(entry, decision, reports))
 
 
 async def test_rollout_pages_escape_every_value() -> None:
