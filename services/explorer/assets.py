@@ -52,7 +52,8 @@ textarea { width:100%; min-height:320px; font-family:ui-monospace, SFMono-Regula
 .grid2 { display:grid; grid-template-columns:minmax(0,1fr) minmax(0,1fr); gap:16px; }
 .what-if { display:grid; grid-template-columns:minmax(0,2fr) minmax(0,3fr); gap:16px; }
 table.verdicts th.why { white-space:normal; } table.verdicts td.why { overflow-wrap:anywhere; }
-pre.code { font:13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space:pre; overflow-x:auto; background:var(--panel); border:1px solid var(--line); border-radius:6px; padding:8px; margin:6px 0; }
+span.error.code { display:block; white-space:pre; }
+.code, pre.code { font:13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space:pre; overflow-x:auto; background:var(--panel); border:1px solid var(--line); border-radius:6px; padding:8px; margin:6px 0; }
 details#spec { margin:4px 0 8px; } details#spec summary { cursor:pointer; color:var(--accent); }
 .cell-on { text-align:center; color:var(--ok); } td.cell, th.cell { text-align:center; padding:2px; min-width:22px; }
 .pager { margin:8px 0; display:flex; gap:12px; }

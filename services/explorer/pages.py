@@ -7,7 +7,7 @@ Numbers tests read back are also in data attributes (`data-total`, `data-score`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,7 +153,22 @@ class VerdictTable:
     rows: tuple[VerdictRow, ...]
 
 
-def _verdict_table(verdicts: Sequence[ClusterVerdict]) -> VerdictTable:
+def _message(reason: str) -> str:
+    """A reason without the filter that gave it (`Predicate: …`, or `Predicate:…` in a condition)."""
+    return reason.partition(":")[2].strip()
+
+
+def misconfigured(conditions: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The messages of PlacementMisconfigured=True conditions (condition_badges shows them)."""
+    return [
+        str(c.get("message", ""))
+        for c in conditions
+        if c.get("type") == "PlacementMisconfigured" and c.get("status") == "True"
+    ]
+
+
+def _verdict_table(verdicts: Sequence[ClusterVerdict], shown: Sequence[str] = ()) -> VerdictTable:
+    """`shown`: messages already on the page above the table (a Misconfigured condition's)."""
     colors: dict[str, int] = {}
     below = above = 0
     for v in verdicts:
@@ -162,16 +177,20 @@ def _verdict_table(verdicts: Sequence[ClusterVerdict]) -> VerdictTable:
         above = max(above, sum(max(0, s * w) for _, s, w in v.parts))
         below = max(below, sum(max(0, -s * w) for _, s, w in v.parts))
     # A multi-line reason (a CEL compile error with its caret line) is the same for every cluster
-    # it filters: shown once above the table, in monospace so the caret sits under its column.
+    # it filters: shown once above the table — by the Misconfigured condition when there is one,
+    # else in a block of its own — in monospace so the caret sits under its column.
+    above_ = [_message(m) for m in shown if "\n" in m]
     errors: list[str] = []
     for v in verdicts:
-        if "\n" in v.why and v.why not in errors:
+        if "\n" in v.why and _message(v.why) not in above_:
+            above_.append(_message(v.why))
             errors.append(v.why)
     rows = []
     for v in verdicts:
         why = v.why
-        if why in errors:
-            which = "the error above" if len(errors) == 1 else f"error {errors.index(why) + 1} above"
+        if "\n" in why:
+            n = above_.index(_message(why))
+            which = "the error above" if len(above_) == 1 else f"error {n + 1} above"
             why = f"{why.partition(':')[0]}: {which}"
         rows.append(VerdictRow(v, _bar(v, (below, above), colors), why))
     counts = {k: sum(1 for v in verdicts if v.verdict == k) for k in ("selected", "outranked", "filtered")}
@@ -200,6 +219,7 @@ def placement_page(
     now, as YAML ("" once deleted)."""
     latest = diffs[-1] if diffs else None
     then = "now" if latest is not None and shown is not None and shown.seq == latest.seq else "then"
+    result = explanation.result if explanation is not None else None
     return render(
         "placement.html",
         row=row,
@@ -209,7 +229,7 @@ def placement_page(
         shown_seq=shown.seq if shown is not None else None,
         explanation=explanation,
         then=then,
-        table=_verdict_table(verdicts),
+        table=_verdict_table(verdicts, misconfigured((result or {}).get("conditions") or ())),
         expiries=expiries,
         has_tolerations=has_tolerations,
         requeue_at=requeue[0],
@@ -281,7 +301,7 @@ def what_if_page(
         added=[c for c in picked if c not in before],
         removed=sorted(before - set(picked)),
         status=status,
-        table=_verdict_table(verdicts),
+        table=_verdict_table(verdicts, misconfigured(result.get("conditions") or ()) if result else ()),
     )
 
 

@@ -219,6 +219,30 @@ async def test_what_if_picks_from_the_current_fleet_and_diffs_against_today(expl
     assert f"+{picked[0]}" in page and "−east-2" in page and "−west-1" in page
 
 
+async def test_what_if_shows_a_cel_error_once_in_monospace(explorer: Explorer) -> None:
+    spec = (
+        "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n"
+        "metadata: {namespace: apps, name: web}\nspec:\n"
+        "  predicates: [{requiredClusterSelector: {celSelector: {celExpressions: ['1 ==== 1']}}}]\n"
+    )
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(explorer.url + "/what-if", data={"placement": "apps/web", "spec": spec}) as r,
+    ):
+        assert r.status == 200
+        text = await r.text()
+    rows = cluster_rows(text)
+    assert len(rows) == len(explorer.store.fleet.clusters) >= 2
+    assert {verdict for verdict, _, _ in rows.values()} == {"filtered"}
+    # once (the spec typed in the form aside), in a monospace block, caret line and all
+    spec_typed = re.search(r"<textarea[^>]*>.*?</textarea>", text, re.S)
+    assert spec_typed is not None
+    assert text.replace(spec_typed.group(0), "").count("==== 1") == 1
+    (block,) = re.findall(r'<(?:pre|span) class="error code"[^>]*>(.*?)</(?:pre|span)>', text, re.S)
+    assert "\n | 1 ==== 1\n | ....^" in html.unescape(block)
+    assert Elements(text).text.count("Predicate: the error above") == len(rows)
+
+
 async def test_rollouts_page_says_there_are_none_when_the_history_has_none(explorer: Explorer) -> None:
     _, text = await _get(explorer.url + "/rollouts")
     if explorer.store.rollouts.rollout_keys():  # the demo's own rollout acts, when it has them
