@@ -150,6 +150,9 @@ class Settings(BaseSettings):
     http_port: int = Field(default=8080, ge=0, le=65535)
     # When set, debug routes require `Authorization: Bearer <token>`.
     debug_token: SecretStr | None = None
+    # Host names the explorer answers to besides the loopback names and the address it binds,
+    # comma-separated (a request naming any other host is refused: DNS rebinding).
+    explorer_hosts: str = ""
 
     # Intervals from OCM: the informer resync (10 min) and the AddOn score resync (5 min).
     resync_interval_s: float = Field(default=600.0, gt=0)

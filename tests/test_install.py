@@ -97,3 +97,11 @@ def test_the_docs_fleet_is_the_demo_fleet() -> None:
 
     docs = ROOT / "docs" / "examples" / "fleet.yaml"
     assert docs.resolve() == FLEET_FILE.resolve()  # one copy: the docs link to the packaged file
+
+
+def test_the_installed_explorer_renders_its_templates_from_package_data(installed: Path) -> None:
+    script = (
+        "from fleetplace.services.explorer.pages import not_found\nprint(not_found('no placement <a/b>'))\n"
+    )
+    out = _run([str(installed / "bin" / "python"), "-c", script], installed, _env(), 60).stdout
+    assert "<h1>Not found</h1>" in out and "no placement &lt;a/b&gt;" in out

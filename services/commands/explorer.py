@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -15,12 +16,14 @@ from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.settings import Settings
 
 
-async def serve(settings: Settings, host: str, port: int, token: str | None) -> None:
+async def serve(
+    settings: Settings, host: str, port: int, token: str | None, allowed_hosts: Sequence[str] = ()
+) -> None:
     """Serve the explorer until cancelled (Ctrl-C), saying where."""
     from fleetplace.services.explorer import Explorer, TokenRequired
 
     try:
-        explorer = Explorer(settings, host=host, port=port, token=token)
+        explorer = Explorer(settings, host=host, port=port, token=token, allowed_hosts=allowed_hosts)
     except TokenRequired as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2) from None
@@ -68,11 +71,19 @@ def register(app: typer.Typer) -> None:
                 help="Required off loopback: Bearer token or ?token= once (else $FLEETPLACE_DEBUG_TOKEN).",
             ),
         ] = None,
+        allow_host: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allow-host",
+                help="A Host name to answer besides loopback and --host (repeatable; "
+                "else $FLEETPLACE_EXPLORER_HOSTS, comma-separated).",
+            ),
+        ] = None,
     ) -> None:
         """A read-only web app over every placement's decisions, why, and how they changed; live."""
         settings = _settings(bootstrap, prefix)
         try:
-            asyncio.run(serve(settings, host, port, token))
+            asyncio.run(serve(settings, host, port, token, allow_host or ()))
         except KeyboardInterrupt:
             pass
         except (HistoryError, BusError) as e:

@@ -13,12 +13,15 @@ import sys
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
 
 from fleetplace.shared.rollout import evaluate_scenario
+
+if TYPE_CHECKING:
+    from fleetplace.services.rollout.overview import RolloutRow
 
 rollout_app = typer.Typer(
     name="rollout",
@@ -169,6 +172,48 @@ async def _current_state(settings: Any, key: str) -> dict[str, Any] | None:
     return state
 
 
+async def _rollout_row(settings: Any, key: str) -> tuple[RolloutRow, dict[str, Any] | None]:
+    """The rollout as the explorer shows it (services/rollout/overview.py), from the rollout
+    topics and the placements' current decisions; and its state record (None: no state)."""
+    from fleetplace.services.rollout.book import RolloutBook
+    from fleetplace.services.rollout.core import decision_groups_of
+    from fleetplace.services.rollout.overview import rollout_row
+    from fleetplace.shared.bus.codec import DecodeLimits, decode_object
+    from fleetplace.shared.bus.errors import DecodeError
+    from fleetplace.shared.bus.kafka import BroadcastReader
+    from fleetplace.shared.bus.topics import (
+        PLACEMENT_DECISIONS,
+        ROLLOUT_STATE,
+        ROLLOUT_STATUS,
+        ROLLOUTS,
+        Topics,
+    )
+
+    topics = Topics(settings.topic_prefix)
+    book = RolloutBook(DecodeLimits.from_settings(settings))
+    decisions: dict[str, list[dict[str, Any]]] = {}
+    names = {topics.name(t): t for t in (ROLLOUTS, ROLLOUT_STATUS, ROLLOUT_STATE, PLACEMENT_DECISIONS)}
+    async with BroadcastReader(settings.kafka, list(names)) as reader:
+        for record in await reader.read_to_end():
+            topic = names[record.topic]
+            if topic != PLACEMENT_DECISIONS:
+                book.add(topic, record)
+            elif record.key is not None:
+                try:
+                    value = decode_object(record.value, book.limits)
+                    groups = [] if value is None else list(decision_groups_of(value))
+                except (DecodeError, ValueError):
+                    continue  # the rollout worker dead-letters it
+                if value is None:
+                    decisions.pop(record.key, None)
+                else:
+                    decisions[record.key] = [
+                        {"groupName": g.group_name, "groupIndex": g.group_index, "clusters": list(g.clusters)}
+                        for g in groups
+                    ]
+    return rollout_row(book, key, decisions.get), book.states.get(key)
+
+
 @rollout_app.command("status")
 def status(
     rollout: Annotated[str, typer.Argument(help="NAMESPACE/NAME of the Rollout.")],
@@ -176,18 +221,20 @@ def status(
     bootstrap: Bootstrap = None,
     prefix: Prefix = None,
 ) -> None:
-    """Where a rollout stands, per cluster: group, status, since when, soak end or deadline, what next."""
+    """Where a rollout stands: its state, and per placed cluster its group, status, since when,
+    soak end or deadline, what next and the deployer's last message (as the explorer shows it)."""
     import asyncio
 
     from rich.table import Table
 
     from fleetplace.services.commands.output import table_console
     from fleetplace.services.commands.worker import _settings
-    from fleetplace.services.rollout.listing import listed_lines
+    from fleetplace.services.rollout.listing import group_label
+    from fleetplace.services.rollout.overview import rollout_state
 
     key = _rollout_key(rollout)
     settings = _settings(bootstrap, prefix)
-    state = asyncio.run(_current_state(settings, key))
+    row, state = asyncio.run(_rollout_row(settings, key))
     if state is None:
         typer.echo(f"error: no state for rollout {key!r} on {settings.topic_prefix}rollout-state", err=True)
         raise typer.Exit(1)
@@ -195,24 +242,27 @@ def status(
         sys.stdout.buffer.write(orjson.dumps(state) + b"\n")
         return
     console = table_console()
-    table = Table("placement", "cluster", "group", "status", "since", "soak end / deadline", "next")
-    for placement in state.get("placements", []):
-        if placement.get("error"):
-            table.add_row(placement["name"], "", "", "error", "", "", placement["error"])
-        for line in listed_lines(placement):
+    table = Table(
+        "placement", "cluster", "group", "status", "since", "soak end / deadline", "next", "message"
+    )
+    for placement in row.placements:
+        if placement.error:
+            table.add_row(placement.name, "", "", "error", "", "", placement.error, "")
+        for line in placement.lines:
             table.add_row(
                 line.placement,
                 line.cluster,
-                f"{line.group_name or '-'} ({line.group_index})",
+                group_label(line.group_name, line.group_index),
                 line.status,
                 line.since or "",
                 line.until or "",
                 line.next,
+                line.message or "",
             )
     console.print(table)
+    shown = rollout_state(row)
     console.print(
-        f"revision {state['revision']}  seq {state['seq']}  complete: {str(state['complete']).lower()}  "
-        f"maxFailureBreach: {str(state['maxFailureBreach']).lower()}  "
+        f"revision {state['revision']}  seq {state['seq']}  state: {shown.word} ({shown.reason})  "
         f"next recheck: {state.get('nextRecheckAt') or '-'}",
         highlight=False,
     )

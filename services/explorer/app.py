@@ -11,18 +11,18 @@ from __future__ import annotations
 import asyncio
 import hmac
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import yaml
 from aiohttp import web
+from yarl import URL
 
 from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.services.explorer import pages, rollout_pages
 from fleetplace.services.explorer.assets import SCRIPT, STYLESHEET
-from fleetplace.services.explorer.rollout_views import RolloutRow, rollout_row
 from fleetplace.services.explorer.store import ExplorerStore
 from fleetplace.services.explorer.views import (
     PlacementFilter,
@@ -32,6 +32,7 @@ from fleetplace.services.explorer.views import (
     requeue_reason,
     toleration_expiries,
 )
+from fleetplace.services.rollout.overview import RolloutRow, rollout_row
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement import schedule
@@ -50,6 +51,102 @@ def wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; the scheme is case-insensitive
+    (RFC 9110, section 11.1), and a header without one is no token."""
+    scheme, _, credentials = (authorization or "").strip().partition(" ")
+    credentials = credentials.strip()
+    if scheme.lower() != "bearer" or not credentials:
+        return None
+    return credentials
+
+
+def same_server(url: URL) -> str:
+    """`url` as a location on this server: its path with the leading slashes made one. A location
+    starting `//` names another server (and browsers read a backslash there as a slash)."""
+    path = "/" + url.raw_path.lstrip("/\\")
+    return f"{path}?{url.raw_query_string}" if url.raw_query_string else path
+
+
+# Names every explorer answers to; the bound host and the names it is given are added.
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+# Self only: the pages load their script and stylesheet from /static and nothing else.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def host_name(authority: str) -> str:
+    """The name of a Host header or an origin's authority, lower case, without port or brackets."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        return authority[1 : authority.find("]")] if "]" in authority else authority
+    return authority.rpartition(":")[0] if ":" in authority else authority
+
+
+def _port_of(authority: str, default: int) -> int:
+    rest = authority.rpartition("]")[2] if authority.startswith("[") else authority
+    _, colon, port = rest.rpartition(":")
+    return int(port) if colon and port.isdigit() else default
+
+
+def same_origin(origin: str, host: str) -> bool:
+    """Whether an `Origin` header names the server the `Host` header names (scheme aside: a proxy
+    in front may speak HTTPS)."""
+    try:
+        url = URL(origin)
+    except ValueError:
+        return False
+    if url.scheme not in ("http", "https") or url.raw_host is None or url.port is None:
+        return False
+    default = 443 if url.scheme == "https" else 80
+    return host_name(origin.partition("//")[2]) == host_name(host) and url.port == _port_of(host, default)
+
+
+def _same_origin_request(request: web.Request, host: str) -> bool:
+    """Whether a write comes from the explorer's own pages (or from a client that is no browser:
+    no `Origin`, no `Sec-Fetch-Site`). Under `Referrer-Policy: no-referrer` a browser's form
+    sends `Origin: null`; then its `Sec-Fetch-Site` must say same-origin."""
+    origin = request.headers.get("Origin")
+    fetch_site = request.headers.get("Sec-Fetch-Site")
+    if fetch_site is not None and fetch_site not in ("same-origin", "none"):
+        return False
+    if origin == "null":
+        return fetch_site == "same-origin"
+    return origin is None or same_origin(origin, host)
+
+
+def _host_middleware(hosts: frozenset[str]) -> Any:
+    """Answer only requests to the names this explorer serves (a page on another name reaching
+    it through DNS rebinding is refused), and refuse cross-origin writes."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        host = request.headers.get("Host", "")
+        if host_name(host) not in hosts:
+            raise web.HTTPForbidden(
+                text=f"host {host!r} is not a name this explorer serves: start it with "
+                "--allow-host NAME (or FLEETPLACE_EXPLORER_HOSTS) to add one"
+            )
+        if request.method not in SAFE_METHODS and not _same_origin_request(request, host):
+            raise web.HTTPForbidden(text="cross-origin request refused")
+        return await handler(request)
+
+    return check
+
+
+async def _security_headers(_request: web.Request, response: web.StreamResponse) -> None:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+
+
 def _token_middleware(token: str) -> Any:
     expected = token.encode()
 
@@ -58,12 +155,11 @@ def _token_middleware(token: str) -> Any:
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        bearer = request.headers.get("Authorization", "").removeprefix("Bearer ")
-        if valid(bearer) or valid(request.cookies.get(COOKIE)):
+        if valid(bearer_token(request.headers.get("Authorization"))) or valid(request.cookies.get(COOKIE)):
             return await handler(request)
         if valid(request.query.get("token")):
             query = {k: v for k, v in request.query.items() if k != "token"}
-            response = web.HTTPFound(request.url.with_query(query).relative())
+            response = web.HTTPFound(same_server(request.rel_url.with_query(query)))
             response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
             raise response
         return web.json_response(
@@ -81,9 +177,14 @@ def create_app(
     token: str | None = None,
     clock: Clock = wall_clock,
     addon_resync_s: float = 300.0,
+    hosts: Iterable[str] = (),
 ) -> web.Application:
-    """The explorer over `store`; with `token`, every route needs it."""
-    app = web.Application(middlewares=[_token_middleware(token)] if token else [])
+    """The explorer over `store`, answering requests to the loopback names and `hosts`; with
+    `token`, every route needs it."""
+    names = LOOPBACK_HOSTS | {h.strip().lower().strip("[]") for h in hosts}
+    middlewares = [_host_middleware(names), *([_token_middleware(token)] if token else [])]
+    app = web.Application(middlewares=middlewares)
+    app.on_response_prepare.append(_security_headers)
     app[STORE] = store
 
     def html(title: str, active: str, body: str, *, live: bool = True, status: int = 200) -> web.Response:
@@ -127,6 +228,14 @@ def create_app(
         flt = placement_filter(request)
         return json({"version": store.version, "placements": [r.to_json() for r in rows() if flt.admits(r)]})
 
+    def spec_text(key: str) -> str:
+        found = store.fleet.placements.get(key)
+        if found is None:
+            return ""
+        body = found.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        body = {"apiVersion": found.api_version, "kind": "Placement", **body}
+        return yaml.safe_dump(body, sort_keys=False)
+
     def key_of(request: web.Request) -> str:
         return f"{request.match_info['namespace']}/{request.match_info['name']}"
 
@@ -155,11 +264,27 @@ def create_app(
         fleet = store.fleet
         spec = fleet.placements.get(key)
         latest = store.latest(key)
-        explanation = store.explanation(record) if record is not None else None
+        explanation = await store.explain(record) if record is not None else None
         result = explanation.result if explanation is not None else None
-        verdicts = cluster_verdicts(result["explain"]) if result is not None else []
+        now = clock()
+        # "every cluster, as it was now": a cluster that joined the fleet after the last change
+        # (and so did not change the decision) is shown with its verdict evaluated now
+        joined = None
+        is_now = record is not None and latest is not None and record.seq == latest.seq
+        if (
+            is_now
+            and result is not None
+            and spec is not None
+            and set(fleet.clusters) - set(result["explain"])
+        ):
+            joined = await store.off_loop(
+                lambda: result_json(schedule(spec, fleet, now, options=store.engine), None, spec, fleet, now)[
+                    "explain"
+                ]
+            )
+        verdicts = cluster_verdicts(result["explain"], joined) if result is not None else []
         decided = store.decided_by(key)
-        expiries = toleration_expiries(spec, fleet, decided, clock()) if spec is not None else []
+        expiries = toleration_expiries(spec, fleet, decided, now) if spec is not None else []
         requeue = requeue_reason(latest, spec, fleet, expiries, addon_resync_s)
         body = pages.placement_page(
             placement_row(key, spec, latest),
@@ -171,6 +296,7 @@ def create_app(
             bool(spec is not None and spec.spec.tolerations),
             requeue,
             store.rollouts.referencing(key),
+            spec_text(key),
         )
         return html(key, "placements", body)
 
@@ -191,7 +317,7 @@ def create_app(
         record = shown(key, seq_of(request))
         if record is None:
             return json({"error": f"no decision of {key}"}, 404)
-        return json(store.explanation(record).to_json())
+        return json((await store.explain(record)).to_json())
 
     # ---- fleet -----------------------------------------------------------------------------
     def clusters_json(query: str) -> list[dict[str, Any]]:
@@ -270,14 +396,6 @@ def create_app(
         return html("Clusters × placements", "matrix", body)
 
     # ---- what-if ---------------------------------------------------------------------------
-    def spec_text(key: str) -> str:
-        found = store.fleet.placements.get(key)
-        if found is None:
-            return ""
-        body = found.model_dump(mode="json", by_alias=True, exclude_defaults=True)
-        body = {"apiVersion": found.api_version, "kind": "Placement", **body}
-        return yaml.safe_dump(body, sort_keys=False)
-
     async def what_if(request: web.Request) -> web.Response:
         keys = sorted(store.fleet.placements)
         key = request.query.get("placement") or (keys[0] if keys else "")
@@ -302,7 +420,11 @@ def create_app(
         assert isinstance(modified, Placement)
         now = clock()
         fleet = store.fleet
-        result = result_json(schedule(modified, fleet, now, options=store.engine), None, modified, fleet, now)
+        result = await store.off_loop(
+            lambda: result_json(
+                schedule(modified, fleet, now, options=store.engine), None, modified, fleet, now
+            )
+        )
         latest = store.latest(modified.key)
         today = None if latest is None or latest.deleted else list(latest.value.get("decisions") or ())
         verdicts = cluster_verdicts(result["explain"])
@@ -312,7 +434,7 @@ def create_app(
     # ---- rollouts --------------------------------------------------------------------------
     def rollout_rows(query: str = "") -> list[RolloutRow]:
         keys = [k for k in store.rollouts.rollout_keys() if query.lower() in k.lower()]
-        return [rollout_row(store.rollouts, k, store.groups) for k in keys]
+        return [rollout_row(store.rollouts, k, store.groups, lines=False) for k in keys]
 
     async def rollouts(request: web.Request) -> web.Response:
         query = request.query.get("q", "")
@@ -406,6 +528,12 @@ def create_app(
     app.router.add_get("/api/fleet", api_fleet)
     app.router.add_get("/api/rollouts", api_rollouts)
     app.router.add_get("/api/rollouts/{namespace}/{name}", api_rollout)
+
+    async def favicon(_request: web.Request) -> web.Response:
+        # browsers ask for it on every page: nothing to show, and no 404 to log
+        return web.Response(status=204, headers={"Cache-Control": "max-age=86400"})
+
+    app.router.add_get("/favicon.ico", favicon)
     app.router.add_get("/static/explorer.css", asset(STYLESHEET, "text/css"))
     app.router.add_get("/static/explorer.js", asset(SCRIPT, "application/javascript"))
     return app

@@ -34,11 +34,12 @@ td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .badge.ok { color:var(--ok); border-color:var(--ok); } .badge.bad { color:var(--bad); border-color:var(--bad); }
 .badge.warn { color:var(--warn); border-color:var(--warn); }
 .verdict-selected { color:var(--ok); font-weight:600; } .verdict-filtered { color:var(--muted); } .verdict-outranked { color:var(--warn); }
-.bar { display:flex; width:220px; height:12px; background:var(--panel); border:1px solid var(--line); }
-.bar .neg, .bar .pos { display:flex; height:100%; } .bar .neg { justify-content:flex-end; border-right:1px solid var(--fg); }
-.bar span { display:block; height:100%; } .bar .neg span { opacity:.45; }
+.bar { display:block; width:220px; height:12px; background:var(--panel); border:1px solid var(--line); }
+.bar .neg { opacity:.45; } .bar line.zero { stroke:var(--fg); stroke-width:1px; vector-effect:non-scaling-stroke; }
 #tolerations td, #decision td { overflow-wrap:anywhere; }
-.p0{background:#0969da}.p1{background:#8250df}.p2{background:#1a7f37}.p3{background:#bf8700}.p4{background:#cf222e}.p5{background:#1b7c83}.p6{background:#6e7781}.p7{background:#e16f24}
+.p0{background:#0969da;fill:#0969da}.p1{background:#8250df;fill:#8250df}.p2{background:#1a7f37;fill:#1a7f37}
+.p3{background:#bf8700;fill:#bf8700}.p4{background:#cf222e;fill:#cf222e}.p5{background:#1b7c83;fill:#1b7c83}
+.p6{background:#6e7781;fill:#6e7781}.p7{background:#e16f24;fill:#e16f24}
 .legend span.swatch { display:inline-block; width:10px; height:10px; margin:0 4px 0 10px; vertical-align:baseline; }
 .added { color:var(--ok); } .removed { color:var(--bad); }
 tr.current { background:#fff8c5; }
@@ -49,7 +50,12 @@ form.filters label { display:flex; flex-direction:column; font-size:12px; color:
 input, select, textarea, button { font:inherit; padding:3px 6px; }
 textarea { width:100%; min-height:320px; font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:13px; }
 .grid2 { display:grid; grid-template-columns:minmax(0,1fr) minmax(0,1fr); gap:16px; }
-.cell-on { text-align:center; color:var(--ok); } td.cell { text-align:center; padding:2px; min-width:22px; }
+.what-if { display:grid; grid-template-columns:minmax(0,2fr) minmax(0,3fr); gap:16px; }
+table.verdicts th.why { white-space:normal; } table.verdicts td.why { overflow-wrap:anywhere; }
+span.error.code { display:block; white-space:pre; }
+.code, pre.code { font:13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; white-space:pre; overflow-x:auto; background:var(--panel); border:1px solid var(--line); border-radius:6px; padding:8px; margin:6px 0; }
+details#spec { margin:4px 0 8px; } details#spec summary { cursor:pointer; color:var(--accent); }
+.cell-on { text-align:center; color:var(--ok); } td.cell, th.cell { text-align:center; padding:2px; min-width:22px; }
 .pager { margin:8px 0; display:flex; gap:12px; }
 .note { background:var(--panel); border:1px solid var(--line); padding:8px 12px; border-radius:6px; }
 .error { color:var(--bad); white-space:pre-wrap; }
@@ -57,11 +63,10 @@ textarea { width:100%; min-height:320px; font-family:ui-monospace, SFMono-Regula
 .st-ToApply { color:#424a53; background:#eaeef2; } .st-Progressing { color:#0550ae; background:#ddf4ff; }
 .st-Succeeded { color:#116329; background:#dafbe1; } .st-Failed { color:#a40e26; background:#ffebe9; }
 .st-TimeOut { color:#7d4e00; background:#fff1c2; } .st-Skip { color:#59636e; background:#f6f8fa; }
-.progress { display:flex; width:220px; max-width:100%; height:10px; background:var(--panel); border:1px solid var(--line); margin:2px 0; }
-.progress span { display:block; height:100%; }
-.progress .st-ToApply { background:#afb8c1; } .progress .st-Progressing { background:#0969da; }
-.progress .st-Succeeded { background:#1a7f37; } .progress .st-Failed { background:#cf222e; }
-.progress .st-TimeOut { background:#bf8700; } .progress .st-Skip { background:#d0d7de; }
+.progress { display:block; width:220px; max-width:100%; height:10px; background:var(--panel); border:1px solid var(--line); margin:2px 0; }
+.progress .st-ToApply { fill:#afb8c1; } .progress .st-Progressing { fill:#0969da; }
+.progress .st-Succeeded { fill:#1a7f37; } .progress .st-Failed { fill:#cf222e; }
+.progress .st-TimeOut { fill:#bf8700; } .progress .st-Skip { fill:#d0d7de; }
 .group { display:flex; gap:4px 12px; align-items:baseline; border-bottom:1px solid var(--line); padding:4px 0; }
 .group-name { min-width:10em; font-weight:600; }
 ul.chips { display:flex; flex-wrap:wrap; gap:4px; list-style:none; padding:0; margin:0; }
@@ -69,7 +74,7 @@ ul.chips { display:flex; flex-wrap:wrap; gap:4px; list-style:none; padding:0; ma
 ul.next { margin:4px 0; padding-left:20px; }
 h3 { font-size:14px; margin:12px 0 4px; }
 @media (max-width: 760px) {
-  .grid2 { grid-template-columns:1fr; }
+  .grid2, .what-if { grid-template-columns:1fr; }
   .wide-only { display:none; }
   .bar { width:120px; }
   .group { flex-direction:column; }
@@ -109,7 +114,7 @@ SCRIPT = """
     var source = new EventSource("/api/events");
     source.onmessage = function (event) {
       var data = JSON.parse(event.data);
-      var now = new Date().toLocaleTimeString();
+      var now = new Date().toISOString().replace(/\\.\\d+Z$/, "Z");  // the pages' one time format
       stamp("live \\u00b7 version " + data.version + " \\u00b7 " + now);
       if (data.version > version) { version = data.version; refresh(); }
     };

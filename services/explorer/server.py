@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterable
 from types import TracebackType
 
 from aiohttp import web
@@ -33,7 +34,10 @@ class Explorer:
         port: int = 8090,
         token: str | None = None,
         clock: Clock = wall_clock,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
+        """`allowed_hosts`: the names it answers to besides loopback, `host` and
+        FLEETPLACE_EXPLORER_HOSTS."""
         if token is None and settings.debug_token is not None:
             token = settings.debug_token.get_secret_value()
         if not token and not _is_loopback(host):
@@ -46,8 +50,13 @@ class Explorer:
         self.settings = settings
         self.host = host
         self.store = ExplorerStore(settings.topic_prefix, DecodeLimits.from_settings(settings), engine)
+        configured = [h for h in settings.explorer_hosts.split(",") if h.strip()]
         self.app = create_app(
-            self.store, token=token or None, clock=clock, addon_resync_s=settings.addon_resync_interval_s
+            self.store,
+            token=token or None,
+            clock=clock,
+            addon_resync_s=settings.addon_resync_interval_s,
+            hosts=[host, *configured, *allowed_hosts],
         )
         self._requested_port = port
         self._runner: web.AppRunner | None = None

@@ -13,8 +13,8 @@ import contextlib
 import time
 
 from fleetplace.services.auditor.history import INPUT_TOPICS, HistoryError
-from fleetplace.services.explorer.rollouts import ROLLOUT_TOPICS
 from fleetplace.services.explorer.store import ExplorerStore
+from fleetplace.services.rollout.book import ROLLOUT_TOPICS
 from fleetplace.shared.bus.kafka import Batch, BroadcastReader, make_admin, start_client
 from fleetplace.shared.bus.topics import DECISIONS, Topics
 from fleetplace.shared.settings import KafkaSettings
@@ -56,9 +56,9 @@ async def follow(store: ExplorerStore, kafka: KafkaSettings | str, topics: Topic
                 batch, rollout_batch = await reader.poll(), Batch((), True)
             else:
                 batch, rollout_batch = await asyncio.gather(reader.poll(), rollouts.poll())
-            store.add((*batch.records, *rollout_batch.records))
+            await store.feed((*batch.records, *rollout_batch.records))
             if batch.caught_up and rollout_batch.caught_up:
-                store.mark_caught_up()
+                await store.catch_up()
             if rollouts is None and time.monotonic() - checked > TOPIC_CHECK_S:
                 checked = time.monotonic()
                 present = await existing_topics(kafka)

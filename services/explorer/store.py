@@ -2,7 +2,7 @@
 
 Fed by `follow` (services/explorer/source.py) with every record of the scheduler's inputs and of
 `decisions`, in the order a BroadcastReader hands them out, and with the rollout topics' records,
-which go to the rollout book (services/explorer/rollouts.py). It keeps them in the auditor's
+which go to the rollout book (services/rollout/book.py). It keeps them in the auditor's
 `History`, so an explanation is recomputed exactly as `fleetplace explain` does, and one
 `SourceReplay` advanced to the end of what was read, whose fleet is the fleet *now* (the Fleet
 and What-if pages) and whose decisions are the decisions in force.
@@ -13,14 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from fleetplace.services.auditor.explain import Explanation
 from fleetplace.services.auditor.history import DecisionRecord, History, collection_paused
 from fleetplace.services.auditor.replay import SourceReplay
 from fleetplace.services.explorer.explainer import Explainer
-from fleetplace.services.explorer.rollouts import ROLLOUT_TOPICS, RolloutBook
+from fleetplace.services.rollout.book import ROLLOUT_TOPICS, RolloutBook
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.kafka import TP
 from fleetplace.shared.bus.records import Record
@@ -29,6 +29,13 @@ from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 
 # Explanations are recomputed on demand and kept for the pages visited most recently.
 EXPLANATIONS_KEPT = 256
+
+
+T = TypeVar("T")
+
+
+def _explanation_key(record: DecisionRecord) -> tuple[str, int, int, int]:
+    return (record.key, record.seq, record.partition, record.offset)
 
 
 class ExplorerStore:
@@ -51,6 +58,7 @@ class ExplorerStore:
         self._explainer = Explainer(self.history, limits, engine)
         self._explanations: OrderedDict[tuple[str, int, int, int], Explanation] = OrderedDict()
         self._changed = asyncio.Event()
+        self._computing = asyncio.Lock()
 
     # ---- feeding ---------------------------------------------------------------------------
     def add(self, records: Iterable[Record]) -> bool:
@@ -89,12 +97,47 @@ class ExplorerStore:
 
     def mark_caught_up(self) -> None:
         if not self.caught_up:
-            self.caught_up = True
-            with collection_paused(freeze=False):
-                self._explainer.park([diffs[-1] for diffs in self._timeline.values()])
-            self.version += 1
-            self._changed.set()
-            self._changed = asyncio.Event()
+            self._park()
+            self._caught_up()
+
+    def _park(self) -> None:
+        with collection_paused(freeze=False):
+            self._explainer.park([diffs[-1] for diffs in self._timeline.values()])
+
+    def _caught_up(self) -> None:
+        self.caught_up = True
+        self.version += 1
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    # ---- off the event loop ------------------------------------------------------------------
+    # An explanation replays history and an evaluation walks the whole fleet: up to a second at
+    # 5,000 clusters × 5,000 placements. They run in a thread, one at a time, while the source
+    # waits to add records (nothing they read changes under them); pages that need neither are
+    # answered meanwhile.
+    async def off_loop(self, work: Callable[[], T]) -> T:
+        """`work`, which reads the store, run in a thread while no record is added."""
+        async with self._computing:
+            return await asyncio.to_thread(work)
+
+    async def feed(self, records: Iterable[Record]) -> bool:
+        """`add`, once no computation reads the store."""
+        async with self._computing:
+            return self.add(records)
+
+    async def catch_up(self) -> None:
+        """`mark_caught_up`, with the walk parked off the event loop."""
+        if not self.caught_up:
+            await self.off_loop(self._park)
+            self._caught_up()
+
+    async def explain(self, record: DecisionRecord) -> Explanation:
+        """`explanation`, computed off the event loop unless it is kept."""
+        found = self._explanations.get(_explanation_key(record))
+        if found is not None:
+            self._explanations.move_to_end(_explanation_key(record))
+            return found
+        return await self.off_loop(lambda: self.explanation(record))
 
     async def wait_change(self, seen: int, timeout: float) -> int:
         """The version once it is past `seen` (or as it is after `timeout` seconds)."""
@@ -153,7 +196,7 @@ class ExplorerStore:
 
     def explanation(self, record: DecisionRecord) -> Explanation:
         """The diff's explanation recomputed from the history, as `fleetplace explain --at` gives it."""
-        key = (record.key, record.seq, record.partition, record.offset)
+        key = _explanation_key(record)
         found = self._explanations.get(key)
         if found is None:
             with collection_paused(freeze=False):

@@ -124,19 +124,27 @@ class ClusterVerdict:
     why: str  # the filter and its reason, or the spread term that kept it out
     total: int | None
     parts: tuple[tuple[str, int, int], ...]  # (prioritizer, score, weight)
+    joined: bool = False  # not in the fleet at the decision: its verdict is the evaluation now
 
 
-def cluster_verdicts(explain: Mapping[str, Mapping[str, Any]]) -> list[ClusterVerdict]:
+def cluster_verdicts(
+    explain: Mapping[str, Mapping[str, Any]], joined: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[ClusterVerdict]:
     """One verdict per cluster of the fleet: selected first, then outranked (both by total, highest
-    first), then filtered, each by name."""
+    first), then filtered, each by name. `joined`: an evaluation now, whose clusters that
+    `explain` does not know (they joined the fleet after it) are added, marked."""
     out = []
-    for cluster, ex in explain.items():
+    later = {c: ex for c, ex in (joined or {}).items() if c not in explain}
+    for cluster, ex in [*explain.items(), *later.items()]:
+        new = cluster in later
         if "filteredBy" in ex:
-            out.append(ClusterVerdict(cluster, "filtered", f"{ex['filteredBy']}: {ex['reason']}", None, ()))
+            why = f"{ex['filteredBy']}: {ex['reason']}"
+            out.append(ClusterVerdict(cluster, "filtered", why, None, (), new))
             continue
         parts = tuple((p, int(v["score"]), int(v["weight"])) for p, v in ex["prioritizers"].items())
         verdict = "selected" if ex["selected"] else "outranked"
-        out.append(ClusterVerdict(cluster, verdict, str(ex.get("spread") or ""), int(ex["total"]), parts))
+        why = str(ex.get("spread") or "")
+        out.append(ClusterVerdict(cluster, verdict, why, int(ex["total"]), parts, new))
     rank = {"selected": 0, "outranked": 1, "filtered": 2}
     out.sort(key=lambda v: (rank[v.verdict], -(v.total or 0), v.cluster))
     return out

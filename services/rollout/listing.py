@@ -10,7 +10,7 @@ reports of the rollout's revision (docs/rollouts.md).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fleetplace.shared.rollout import RolloutStatus
@@ -18,6 +18,12 @@ from fleetplace.shared.rollout import RolloutStatus
 # (list, state field): the lists of the rollout function, in the order they are shown
 LISTS = (("rollout", "clustersToRollout"), ("timeout", "clustersTimeOut"), ("removed", "clustersRemoved"))
 STATUSES = tuple(s.value for s in RolloutStatus)
+
+
+def group_label(name: str, index: int) -> str:
+    """A decision group as every page and command shows it: `canary #0`, or `#1` for a group
+    with no name (OCM's groups by cluster count)."""
+    return f"{name} #{index}" if name else f"#{index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +37,7 @@ class ClusterLine:
     until: str | None  # soak end or deadline (the function's timeOutTime)
     listed: str  # rollout, timeout, removed; "" for a placed cluster the state does not list
     next: str
+    message: str | None = None  # the deployer's last message about it (its report of the revision)
 
     def to_json(self) -> dict[str, Any]:
         """The line as `rollout explain -o json` and the explorer's API print it."""
@@ -44,6 +51,7 @@ class ClusterLine:
             "until": self.until,
             "listed": self.listed or None,
             "next": self.next,
+            "message": self.message,
         }
 
 
@@ -53,6 +61,7 @@ class Reported:
 
     status: str
     since: str | None
+    message: str | None = None
 
 
 def next_step(listed: str, entry: Mapping[str, Any]) -> str:
@@ -75,7 +84,10 @@ def next_step(listed: str, entry: Mapping[str, Any]) -> str:
     if status == "Succeeded":
         return f"soaking until {until}, then done"
     if status == "Failed":
-        return f"failed; times out at {until}" if until else "failed; waits for a new report"
+        # a Failed cluster counts as a failure and stays listed until its deadline (OCM)
+        return (
+            f"failed: counts as a failure; times out at {until}" if until else "failed: counts as a failure"
+        )
     return f"waits for a report; times out at {until}" if until else "waits for a report"
 
 
@@ -105,8 +117,23 @@ def placement_lines(
     reports: Mapping[str, Reported],
 ) -> list[ClusterLine]:
     """Every cluster of one placementRef: the placed ones in group order (as the state lists them,
-    else as reported, else ToApply), then the removed ones. `groups` are the placement's decision
-    groups (`groupName`, `groupIndex`, `clusters`); `reports` those of the rollout's revision."""
+    else as reported, else ToApply), then the removed ones, each with the message of its report.
+    `groups` are the placement's decision groups (`groupName`, `groupIndex`, `clusters`);
+    `reports` those of the rollout's revision."""
+    lines = _placement_lines(placement, groups, reports)
+    return [
+        replace(line, message=report.message)
+        if (report := reports.get(line.cluster)) is not None and report.message
+        else line
+        for line in lines
+    ]
+
+
+def _placement_lines(
+    placement: Mapping[str, Any],
+    groups: Iterable[Mapping[str, Any]],
+    reports: Mapping[str, Reported],
+) -> list[ClusterLine]:
     name = str(placement["name"])
     listed = {line.cluster: line for line in listed_lines(placement) if line.listed != "removed"}
     out = []
@@ -131,6 +158,32 @@ def placement_lines(
     # listed but not in the groups known here (the placement moved on since): still shown
     out.extend(line for c, line in listed.items() if c not in seen)
     out.extend(_line(name, "removed", e) for e in placement.get("clustersRemoved") or ())
+    return out
+
+
+def placement_counts(
+    placement: Mapping[str, Any],
+    groups: Iterable[Mapping[str, Any]],
+    reports: Mapping[str, Reported],
+) -> dict[str, int]:
+    """`counts(placement_lines(placement, groups, reports))` without making the lines: what a
+    list of every rollout needs."""
+    listed = {
+        str(e["clusterName"]): str(e["status"])
+        for field in ("clustersToRollout", "clustersTimeOut")
+        for e in placement.get(field) or ()
+    }
+    out = dict.fromkeys(STATUSES, 0)
+    for status in listed.values():  # every cluster the state lists, placed or not
+        out[status] = out.get(status, 0) + 1
+    # the other placed clusters: as reported, else ToApply (set operations: 1,000 x 1,000 is a
+    # million clusters for the list of every rollout)
+    placed = set().union(*(g.get("clusters") or () for g in groups)) - listed.keys()
+    reported = placed & reports.keys()
+    for cluster in reported:
+        status = reports[cluster].status
+        out[status] = out.get(status, 0) + 1
+    out["ToApply"] += len(placed) - len(reported)
     return out
 
 

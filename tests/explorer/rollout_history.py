@@ -3,7 +3,7 @@
 A scheduler places a five-cluster fleet in three decision groups (canary c1; wave c2, c3; the
 rest c4, c5); a rollout worker on the `clock` topic rolls `apps/web` out over them with a
 mandatory canary, a 5-minute soak and a 10-minute deadline: the canary succeeds, its soak ends on
-the timer, and of the wave c2 is progressing and c3 has failed. `apps/batch` is rolled out at
+the timer, and of the wave c2 is progressing and c3 has failed (the deployer says why). `apps/batch` is rolled out at
 once and deleted.
 """
 
@@ -22,6 +22,7 @@ from tests.rollout_worker.harness import RolloutBus
 G = "cluster.open-cluster-management.io"
 RINGS = {"c1": "canary", "c2": "wave", "c3": "wave", "c4": "", "c5": ""}
 REPORTS = {"c1": "Succeeded", "c2": "Progressing", "c3": "Failed"}
+FAILURE = "apply failed: cannot reach c3"  # the deployer's message with c3's Failed report
 
 
 def at(start: datetime, minutes: int) -> str:
@@ -100,7 +101,7 @@ async def play(bus: RolloutBus, settings: Settings, start: datetime) -> None:
     await bus.set_clock(at(start, 6), group)
     await bus.wait_for(lambda: last("apps/web").get("clusters") == ["c2", "c3"], what="the wave")
     await bus.report("apps/web/c2", report("Progressing", at=at(start, 6)))
-    await bus.report("apps/web/c3", report("Failed", at=at(start, 7)))
+    await bus.report("apps/web/c3", {**report("Failed", at=at(start, 7)), "message": FAILURE})
     await bus.wait_for(
         lambda: any(
             e["status"] == "Failed"

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import html
+import re
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import orjson
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleetplace.services.auditor.explain import explain_record
-from fleetplace.services.auditor.history import History, read_history
+from fleetplace.services.auditor.explain import Explanation, explain_record
+from fleetplace.services.auditor.history import DecisionRecord, History, read_history
 from fleetplace.services.explorer import Explorer, TokenRequired
 from fleetplace.services.explorer.explainer import Explainer
 from fleetplace.services.testing import running_scheduler
@@ -66,6 +70,18 @@ async def test_every_page_renders_with_the_navigation(explorer: Explorer) -> Non
         page = Elements(text)
         links = {a["href"] for a in page.with_attr("href")}
         assert {"/placements", "/fleet", "/fleet/matrix", "/what-if", "/rollouts"} <= links, path
+
+
+async def test_no_page_needs_what_its_content_security_policy_forbids(explorer: Explorer) -> None:
+    """The policy allows scripts and styles from the server's own files only: no inline script,
+    no <style> element, no style attribute, no event handler attribute."""
+    for path in PAGES:
+        async with aiohttp.ClientSession() as http, http.get(explorer.url + path) as response:
+            assert "script-src 'self'" in response.headers["Content-Security-Policy"], path
+            text = await response.text()
+        elements = Elements(text).elements
+        assert not [a for _, a in elements if "style" in a or any(k.startswith("on") for k in a)], path
+        assert not [t for t, a in elements if t == "style" or (t == "script" and "src" not in a)], path
     status, text = await _get(explorer.url + "/placements/apps/nothing")
     assert status == 404
 
@@ -126,6 +142,53 @@ async def test_numbers_shown_are_the_engines_explanation_then(
         assert orjson.loads(api) == orjson.loads(orjson.dumps(expected.to_json()))
 
 
+async def test_the_decision_now_is_explained_for_every_cluster_of_the_fleet(
+    explorer: Explorer, demo_settings: Settings
+) -> None:
+    history = await _history(demo_settings)
+    fleet = set(explorer.store.fleet.clusters)
+    for key in ("apps/web", "apps/monitoring", "apps/api"):
+        latest = max((d for d in history.decisions if d.key == key), key=lambda d: d.seq)
+        then = explain_record(history, latest, latest.now)
+        assert then.result is not None
+        _, text = await _get(explorer.url + f"/placements/{key}")
+        shown = cluster_rows(text)
+        assert set(shown) == fleet | set(then.result["explain"]), key
+        joined = {a["data-cluster"] for a in Elements(text).with_attr("data-joined")}
+        assert joined == fleet - set(then.result["explain"]), key
+        # the clusters it knew are shown as the decision's own explanation has them
+        for cluster in then.result["explain"]:
+            assert shown[cluster][1] == then.result["explain"][cluster].get("total"), (key, cluster)
+    # the demo's west-2 joined after api's last change: the page used to leave it out
+    _, text = await _get(explorer.url + "/placements/apps/api")
+    assert cluster_rows(text)["west-2"][0] == "filtered"
+
+
+async def test_the_placement_page_shows_the_spec_it_explains(explorer: Explorer) -> None:
+    _, text = await _get(explorer.url + "/placements/apps/web")
+    found = re.search(r'<details id="spec">.*?<pre[^>]*>(.*?)</pre>', text, re.S)
+    assert found is not None, "no collapsed spec"
+    shown = yaml.safe_load(html.unescape(found.group(1)))
+    placement = explorer.store.fleet.placements["apps/web"]
+    assert (shown["kind"], shown["metadata"]["namespace"], shown["metadata"]["name"]) == (
+        "Placement",
+        "apps",
+        "web",
+    )
+    assert shown["spec"]["numberOfClusters"] == placement.spec.number_of_clusters == 2
+    assert len(shown["spec"]["tolerations"]) == len(placement.spec.tolerations)
+
+
+async def test_times_read_one_way_and_unnamed_groups_one_way(explorer: Explorer) -> None:
+    for path in (*PAGES, "/placements/apps/api"):
+        _, text = await _get(explorer.url + path)
+        shown = re.findall(r"<time[^>]*>([^<]*)</time>", text)
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in shown), (path, shown)
+        assert "(default)" not in text and "— #" not in text, path
+    _, text = await _get(explorer.url + "/placements")
+    assert re.search(r"<time[^>]*>", text)  # the list shows its last changes as times
+
+
 async def test_toleration_and_requeue_are_shown(explorer: Explorer) -> None:
     _, text = await _get(explorer.url + "/placements/apps/web")
     page = Elements(text)
@@ -156,6 +219,30 @@ async def test_what_if_picks_from_the_current_fleet_and_diffs_against_today(expl
     assert f"+{picked[0]}" in page and "−east-2" in page and "−west-1" in page
 
 
+async def test_what_if_shows_a_cel_error_once_in_monospace(explorer: Explorer) -> None:
+    spec = (
+        "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n"
+        "metadata: {namespace: apps, name: web}\nspec:\n"
+        "  predicates: [{requiredClusterSelector: {celSelector: {celExpressions: ['1 ==== 1']}}}]\n"
+    )
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(explorer.url + "/what-if", data={"placement": "apps/web", "spec": spec}) as r,
+    ):
+        assert r.status == 200
+        text = await r.text()
+    rows = cluster_rows(text)
+    assert len(rows) == len(explorer.store.fleet.clusters) >= 2
+    assert {verdict for verdict, _, _ in rows.values()} == {"filtered"}
+    # once (the spec typed in the form aside), in a monospace block, caret line and all
+    spec_typed = re.search(r"<textarea[^>]*>.*?</textarea>", text, re.S)
+    assert spec_typed is not None
+    assert text.replace(spec_typed.group(0), "").count("==== 1") == 1
+    (block,) = re.findall(r'<(?:pre|span) class="error code"[^>]*>(.*?)</(?:pre|span)>', text, re.S)
+    assert "\n | 1 ==== 1\n | ....^" in html.unescape(block)
+    assert Elements(text).text.count("Predicate: the error above") == len(rows)
+
+
 async def test_rollouts_page_says_there_are_none_when_the_history_has_none(explorer: Explorer) -> None:
     _, text = await _get(explorer.url + "/rollouts")
     if explorer.store.rollouts.rollout_keys():  # the demo's own rollout acts, when it has them
@@ -164,6 +251,37 @@ async def test_rollouts_page_says_there_are_none_when_the_history_has_none(explo
         assert "No rollouts." in Elements(text).text
         _, api = await _get(explorer.url + "/api/rollouts")
         assert orjson.loads(api)["rollouts"] == []
+
+
+async def test_other_requests_are_answered_while_an_explanation_is_computed(
+    explorer: Explorer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+    explain = Explainer.explain
+
+    def held(self: Explainer, target: DecisionRecord) -> Explanation:
+        started.set()
+        release.wait(20)  # held until the other requests are answered (or it gives up)
+        try:
+            return explain(self, target)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(Explainer, "explain", held)
+    async with aiohttp.ClientSession() as http:
+        # seq 1 of web is explained by no page so far: the explainer walks to it
+        slow = asyncio.create_task(_get(explorer.url + "/placements/apps/web?seq=1"))
+        assert await asyncio.to_thread(started.wait, 20), "the explanation did not start"
+        answered = 0
+        for path in ("/api/version", "/placements", "/fleet", "/fleet/matrix", "/api/fleet"):
+            async with http.get(explorer.url + path) as response:
+                assert response.status == 200, path
+                await response.read()
+            answered += 0 if finished.is_set() else 1
+        release.set()
+        status, text = await slow
+    assert answered == 5, "requests waited for the explanation"
+    assert status == 200 and "as it was then" in Elements(text).text
 
 
 async def test_live_updates_arrive_while_it_runs(explorer: Explorer, demo_settings: Settings) -> None:

@@ -162,12 +162,25 @@ def test_a_user_finds_why_web_moved_and_the_fleet_matrix(demo_settings: Settings
         assert row.text.count("●") == 3  # web, monitoring and api use east-2 now
         browser.find_element(By.LINK_TEXT, "placements using them").click()
         wait.until(expected_conditions.url_contains("sort=uses"))
+        # each placement's name is centred over its column of dots
+        offsets = browser.execute_script(
+            """
+            const table = document.querySelector("table.matrix");
+            const cells = table.querySelector("tbody tr").querySelectorAll("td.cell");
+            return [...table.querySelectorAll("thead th.cell a")].map((a, i) => {
+              const head = a.getBoundingClientRect(), cell = cells[i].getBoundingClientRect();
+              return Math.abs((head.left + head.right) / 2 - (cell.left + cell.right) / 2);
+            });
+            """
+        )
+        assert offsets and max(offsets) <= 1.5, offsets
         _shot(browser, "matrix")
 
         browser.find_element(By.LINK_TEXT, "Fleet").click()
         wait.until(expected_conditions.url_contains("/fleet"))
         _shot(browser, "fleet")
 
+        browser.set_window_size(1400, 900)
         browser.get(url + "/what-if?placement=apps/web")
         spec = browser.find_element(By.ID, "spec")
         text = spec.get_attribute("value").replace("numberOfClusters: 2", "numberOfClusters: 1")
@@ -177,7 +190,21 @@ def test_a_user_finds_why_web_moved_and_the_fleet_matrix(demo_settings: Settings
         picked = wait.until(expected_conditions.visibility_of_element_located((By.ID, "what-if-picked")))
         assert len(picked.text.split()) == 1  # one of today's two prod clusters
         assert "removed −" in browser.find_element(By.ID, "what-if-result").text
+        # at 1,400 px the result fits: no table scrolls sideways, no reason is cut
+        overflowing = browser.execute_script(
+            """
+            const boxes = document.querySelectorAll(
+              "#what-if-result .scroll, #what-if-result th, #what-if-result td");
+            const out = [...boxes].filter((el) => el.scrollWidth > el.clientWidth)
+              .map((el) => el.tagName + ": " + el.textContent.slice(0, 60));
+            const page = document.documentElement;
+            if (page.scrollWidth > page.clientWidth) { out.push("the page"); }
+            return out;
+            """
+        )
+        assert overflowing == [], overflowing
         _shot(browser, "what-if")
+        browser.set_window_size(1280, 800)
 
         browser.get(url + "/rollouts")
         main = browser.find_element(By.TAG_NAME, "main").text

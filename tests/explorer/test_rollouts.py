@@ -5,6 +5,8 @@ timeline lists every rollout diff, and a new diff arrives live."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -18,8 +20,8 @@ from fleetplace.services.testing import running_scheduler
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.settings import KafkaSettings, Settings
 from tests.explorer.pages import Elements
-from tests.explorer.rollout_history import REPORTS, at, expected_statuses, play
-from tests.rollout_worker.builders import report
+from tests.explorer.rollout_history import FAILURE, REPORTS, at, expected_statuses, play
+from tests.rollout_worker.builders import CANARY, report, rollout_object
 from tests.rollout_worker.harness import RolloutBus, running, settings_for
 
 pytestmark = pytest.mark.integration
@@ -115,3 +117,69 @@ async def test_rollout_pages_show_the_state_and_every_diff(history: tuple[Rollou
         _, text = await _get(explorer.url + "/rollouts/apps/web")
         newest = Elements(text).with_attr("data-seq")[0]
         assert (int(newest["data-seq"]), newest["data-trigger"]) == (before + 1, "status")
+
+
+def _status_command(settings: Settings, key: str) -> subprocess.CompletedProcess[str]:
+    bus = ["--bootstrap", str(settings.kafka.bootstrap_servers), "--prefix", settings.topic_prefix]
+    return subprocess.run(
+        [sys.executable, "-m", "fleetplace.services.cli", "rollout", "status", key, *bus],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def test_one_state_and_the_deployers_message_wherever_a_rollout_is_shown(
+    history: tuple[RolloutBus, Settings],
+) -> None:
+    bus, settings = history
+    # a second rollout over the same placement whose mandatory canary fails: a breach
+    await bus.send("rollouts", "apps/web2", rollout_object("apps/web2", strategy=CANARY))
+    await bus.wait_for(lambda: (bus.last("apps/web2") or {}).get("clusters") == ["c1"], what="the canary")
+    await bus.report("apps/web2/c1", {**report("Failed", at=at(T, 7)), "message": "image pull failed"})
+    await bus.wait_for(
+        lambda: (bus.state.get("apps/web2") or {}).get("maxFailureBreach") is True, what="the breach"
+    )
+    async with Explorer(settings, port=0) as explorer:
+        await explorer.wait_caught_up(30)
+        _, listing = await _get(explorer.url + "/rollouts")
+        rows = Elements(listing).with_attr("data-rollout")
+        assert {a["data-rollout"]: a["data-breach"] for a in rows}["apps/web2"] == "1"
+        states = [a["data-state"] for a in Elements(listing).with_attr("data-state")]
+        assert states == ["Deleted", "In progress", "Breached"]  # one per rollout: batch, web, web2
+
+        _, text = await _get(explorer.url + "/rollouts/apps/web2")
+        page = Elements(text)
+        assert [a["data-state"] for a in page.with_attr("data-state")] == ["Breached"]
+        assert "In progress" not in page.text and "image pull failed" in page.text
+        # a cluster that reported Failed is not awaited: it counts as a failure
+        assert "Waiting for reports" not in page.text and "Failed 1: c1" in page.text
+
+        _, text = await _get(explorer.url + "/rollouts/apps/web")
+        page = Elements(text)
+        assert [a["data-state"] for a in page.with_attr("data-state")] == ["In progress"]
+        assert "Waiting for reports from 1: c2." in page.text and "Failed 1: c3" in page.text
+        assert FAILURE in page.text
+
+        _, api = await _get(explorer.url + "/api/rollouts/apps/web")
+        body = orjson.loads(api)
+        assert body["rollout"]["state"] == "In progress"
+        messages = {c["cluster"]: c["message"] for c in body["clusters"]}
+        assert messages == {"c1": None, "c2": None, "c3": FAILURE, "c4": None, "c5": None}
+        _, api = await _get(explorer.url + "/api/rollouts")
+        assert {r["rollout"]: r["state"] for r in orjson.loads(api)["rollouts"]} == {
+            "apps/batch": "Deleted",
+            "apps/web": "In progress",
+            "apps/web2": "Breached",
+        }
+
+    for key, state, cluster, message in (
+        ("apps/web2", "Breached", "c1", "image pull failed"),
+        ("apps/web", "In progress", "c3", FAILURE),
+    ):
+        shown = await asyncio.to_thread(_status_command, settings, key)
+        assert shown.returncode == 0, shown.stderr
+        assert f"state: {state} (" in shown.stdout and shown.stdout.count("state: ") == 1
+        line = next(row for row in shown.stdout.splitlines() if f" {cluster} " in row)
+        assert message in line and "Failed" in line and "waits for a report" not in line

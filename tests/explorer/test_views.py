@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import re
 from datetime import UTC, datetime, timedelta
-from html import escape
+from html import unescape
 from typing import Any
 from urllib.parse import quote
 
@@ -23,12 +24,12 @@ from fleetplace.services.explorer.views import (
     cluster_verdicts,
     toleration_expiries,
 )
-from fleetplace.services.rollout.listing import Reported, counts, placement_lines
+from fleetplace.services.rollout.listing import Reported, counts, placement_counts, placement_lines
 from fleetplace.shared.api.objects import parse_object
 from fleetplace.shared.api.ocm import ManagedCluster, Placement
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.placement import Fleet, apply_object
-from tests.explorer.pages import cluster_rows
+from tests.explorer.pages import Elements, cluster_rows
 
 NOW = datetime(2026, 11, 22, 5, 0, tzinfo=UTC)
 SCORED = st.fixed_dictionaries(
@@ -205,6 +206,37 @@ def test_every_placed_cluster_has_one_line_with_the_state_first_then_the_report(
     assert sum(counts(lines).values()) == len(lines)
 
 
+@given(
+    groups=st.lists(st.lists(NAMES, max_size=4), max_size=4),
+    to_rollout=st.dictionaries(NAMES, STATUS, max_size=4),
+    timed_out=st.lists(NAMES, max_size=3, unique=True),
+    removed=st.lists(NAMES, max_size=2, unique=True),
+    reported=st.dictionaries(NAMES, st.sampled_from(["Progressing", "Succeeded", "Failed", "Skip"])),
+)
+def test_the_lists_counts_made_without_lines_are_the_lines_counts(
+    groups: list[list[str]],
+    to_rollout: dict[str, str],
+    timed_out: list[str],
+    removed: list[str],
+    reported: dict[str, str],
+) -> None:
+    def entries(statuses: dict[str, str]) -> list[dict[str, Any]]:
+        return [
+            {"clusterName": c, "groupName": "", "groupIndex": 0, "status": s, "timeOutTime": None}
+            for c, s in statuses.items()
+        ]
+
+    entry = {
+        "name": "web",
+        "clustersToRollout": entries(to_rollout),
+        "clustersTimeOut": entries(dict.fromkeys(timed_out, "TimeOut")),
+        "clustersRemoved": entries(dict.fromkeys(removed, "Succeeded")),
+    }
+    decision = [{"groupName": f"g{i}", "groupIndex": i, "clusters": g} for i, g in enumerate(groups)]
+    reports = {c: Reported(s, None) for c, s in reported.items()}
+    assert placement_counts(entry, decision, reports) == counts(placement_lines(entry, decision, reports))
+
+
 async def test_rollout_pages_escape_every_value() -> None:
     hostile = '"><script>alert(1)</script>'
     store = ExplorerStore("p.")
@@ -223,4 +255,69 @@ async def test_rollout_pages_escape_every_value() -> None:
         listing = await (await client.get("/rollouts")).text()
         page = await (await client.get(f"/rollouts/apps/{quote(hostile, safe='')}")).text()
     for text in (listing, page):
-        assert "<script>alert" not in text and escape(hostile) in text
+        # shown as text, whichever entities escape it
+        assert "<script>alert" not in text and hostile in Elements(text).text
+
+
+def test_a_multi_line_filter_reason_is_shown_once_in_monospace() -> None:
+    error = (
+        "compilation failed: ERROR: <input>:1:32: Syntax error: mismatched input '=='\n"
+        " | cluster.metadata.labels['x'] ==== 1\n"
+        " | ...............................^"
+    )
+    verdicts = [ClusterVerdict(f"c{i}", "filtered", f"Predicate: {error}", None, ()) for i in range(3)]
+    html = verdict_table(verdicts)
+    assert html.count("==== 1") == 1 and html.count("compilation failed") == 1
+    blocks = [a for tag, a in Elements(html).elements if tag == "pre" and "data-error" in a]
+    assert len(blocks) == 1 and "code" in blocks[0]["class"].split()
+    (block,) = re.findall(r"<pre[^>]*>(.*?)</pre>", html, re.S)
+    assert unescape(block) == f"Predicate: {error}"  # its lines kept as they are
+    assert list(cluster_rows(html)) == ["c0", "c1", "c2"]
+    assert Elements(html).text.count("Predicate: the error above") == 3
+
+
+async def test_small_things_favicon_plural_group_names_and_one_time_format() -> None:
+    store = ExplorerStore("p.")
+    diff = {
+        "rollout": "apps/web",
+        "seq": 1,
+        "revision": "v1",
+        "evaluatedAt": "2026-01-01T00:06:00.123456Z",
+        "trigger": {"kind": "rollout", "key": "apps/web"},
+        "clusters": ["c1"],
+        "added": ["c1"],
+        "nextRecheckAt": "2026-01-01T00:16:00Z",
+    }
+    state = {
+        "rollout": "apps/web",
+        "seq": 1,
+        "revision": "v1",
+        "clusters": ["c1"],
+        "placements": [
+            {
+                "name": "web",
+                "decided": True,
+                "clustersToRollout": [
+                    {"clusterName": "c1", "groupName": "", "groupIndex": 1, "status": "ToApply"}
+                ],
+            }
+        ],
+        "complete": False,
+        "maxFailureBreach": False,
+    }
+    store.add(
+        [
+            Record("p.rollout-decisions", 0, 0, "apps/web", orjson.dumps(diff)),
+            Record("p.rollout-state", 0, 0, "apps/web", orjson.dumps(state)),
+        ]
+    )
+    async with TestClient(TestServer(create_app(store))) as client:
+        favicon = await client.get("/favicon.ico")
+        assert favicon.status == 204
+        text = await (await client.get("/rollouts/apps/web")).text()
+    page = Elements(text)
+    assert "Timeline (1 diff)" in page.text
+    assert "#1" in page.text and "(default)" not in page.text and "— #" not in page.text
+    shown = re.findall(r"<time[^>]*>([^<]*)</time>", text)
+    assert "2026-01-01T00:06:00Z" in shown and "2026-01-01T00:16:00Z" in shown
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in shown), shown

@@ -1,7 +1,7 @@
-"""The rollouts as the explorer knows them, from the four rollout topics (docs/rollouts.md):
-every Rollout object (`rollouts`), the deployers' latest report per cluster (`rollout-status`),
-each rollout's diffs in seq order (`rollout-decisions`: its timeline) and its current answer
-(`rollout-state`). Records that do not decode are skipped: the worker dead-letters them.
+"""The rollouts as a reader of the four rollout topics (docs/rollouts.md) knows them — the
+explorer, `fleetplace rollout status`: every Rollout object (`rollouts`), the deployers' latest
+report per cluster (`rollout-status`), each rollout's diffs in seq order (`rollout-decisions`:
+its timeline) and its current answer (`rollout-state`). Records that do not decode are skipped: the worker dead-letters them.
 """
 
 from __future__ import annotations
@@ -34,8 +34,10 @@ class RolloutBook:
         self.objects: dict[str, dict[str, Any]] = {}  # rollout key -> the Rollout document
         self.states: dict[str, dict[str, Any]] = {}  # rollout key -> its rollout-state record
         self._diffs: dict[str, dict[int, dict[str, Any]]] = {}  # rollout key -> seq -> diff
-        # rollout key -> cluster -> (report, the record's time)
-        self._reports: dict[str, dict[str, tuple[Mapping[str, Any], str | None]]] = {}
+        # rollout key -> cluster -> (the revision reported, the report); read once, on arrival
+        self._reports: dict[str, dict[str, tuple[object, Reported]]] = {}
+        # rollout key -> (revision, its reports): kept until a report of the rollout arrives
+        self._of_revision: dict[str, tuple[str | None, dict[str, Reported]]] = {}
 
     def add(self, topic: str, record: Record) -> None:
         """One record of a rollout topic (`topic` without the prefix)."""
@@ -61,10 +63,18 @@ class RolloutBook:
             except ValueError:
                 return
             reports = self._reports.setdefault(rollout, {})
-            if value is None:
+            self._of_revision.pop(rollout, None)
+            status = None if value is None else value.get("status")
+            if value is None or not isinstance(status, str):
                 reports.pop(cluster, None)
             else:
-                reports[cluster] = (value, _record_time(record.timestamp_ms))
+                since, message = value.get("lastTransitionTime"), value.get("message")
+                reported = Reported(
+                    status,
+                    since if isinstance(since, str) else _record_time(record.timestamp_ms),
+                    message if isinstance(message, str) else None,
+                )
+                reports[cluster] = (value.get("revision"), reported)
 
     @staticmethod
     def _put(table: dict[str, dict[str, Any]], key: str, value: dict[str, Any] | None) -> None:
@@ -118,11 +128,11 @@ class RolloutBook:
 
     def reports(self, key: str, revision: str | None) -> dict[str, Reported]:
         """The deployers' reports of `revision` (another revision's report counts as none)."""
-        out = {}
-        for cluster, (value, at) in self._reports.get(key, {}).items():
-            if value.get("revision") == revision and isinstance(value.get("status"), str):
-                since = value.get("lastTransitionTime")
-                out[cluster] = Reported(value["status"], since if isinstance(since, str) else at)
+        kept = self._of_revision.get(key)
+        if kept is not None and kept[0] == revision:
+            return kept[1]
+        out = {c: r for c, (rev, r) in self._reports.get(key, {}).items() if rev == revision}
+        self._of_revision[key] = (revision, out)
         return out
 
     def referencing(self, placement: str) -> list[str]:

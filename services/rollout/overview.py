@@ -1,5 +1,5 @@
-"""What the Rollouts pages show, shaped from the rollout book and the placements' decisions: pure
-functions. A cluster's status is the one the rollout state lists it with, else the deployer's
+"""A rollout as people read it — what the explorer's Rollouts pages and `fleetplace rollout
+status` show —, shaped from the rollout book and the placements' decisions: pure functions. A cluster's status is the one the rollout state lists it with, else the deployer's
 report of the revision, else ToApply (services/rollout/listing.py)."""
 
 from __future__ import annotations
@@ -8,8 +8,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fleetplace.services.explorer.rollouts import RolloutBook
-from fleetplace.services.rollout.listing import ClusterLine, counts, placement_lines
+from fleetplace.services.rollout.book import RolloutBook
+from fleetplace.services.rollout.listing import (
+    ClusterLine,
+    counts,
+    group_label,
+    placement_counts,
+    placement_lines,
+)
 
 # A placement's decision groups now (`groupName`, `groupIndex`, `clusters`); None: no decision.
 GroupsOf = Callable[[str], Sequence[Mapping[str, Any]] | None]
@@ -23,11 +29,8 @@ class RolloutPlacement:
     decided: bool
     error: str | None
     breach: bool
-    lines: tuple[ClusterLine, ...]
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return counts(self.lines)
+    counts: Mapping[str, int]  # placed clusters by status
+    lines: tuple[ClusterLine, ...]  # empty unless asked for (rollout_row's `lines`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +61,11 @@ class RolloutRow:
         return sum(self.counts.values())
 
     def to_json(self) -> dict[str, Any]:
+        state = rollout_state(self)
         return {
             "rollout": self.key,
+            "state": state.word,
+            "stateReason": state.reason,
             "namespace": self.namespace,
             "name": self.name,
             "revision": self.revision,
@@ -75,13 +81,47 @@ class RolloutRow:
         }
 
 
+# The words for a maxFailures breach, wherever it is shown (the state and a placement's next steps).
+BREACH = "more clusters failed than maxFailures allows: no cluster beyond those listed now rolls out"
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutState:
+    """Where a rollout stands, in one word and the sentence that says why."""
+
+    word: str  # Deleted, Error, Breached, Complete, In progress
+    reason: str
+
+
+def rollout_state(row: RolloutRow) -> RolloutState:
+    """The one state of a rollout, as the explorer and `fleetplace rollout status` show it. The
+    first that holds wins: deleted, a strategy error, a maxFailures breach, complete, in progress
+    (docs/rollouts.md#where-a-rollout-stands)."""
+    if row.deleted:
+        return RolloutState("Deleted", "the rollout was deleted: nothing rolls out")
+    errors = [p for p in row.placements if p.error]
+    if errors:
+        return RolloutState(
+            "Error", "; ".join(f"placement {p.name}: {p.error}" for p in errors) + ": nothing rolls out"
+        )
+    if row.breach:
+        return RolloutState("Breached", BREACH)
+    if row.complete:
+        return RolloutState("Complete", "every placed cluster succeeded (its soak over) or was skipped")
+    if not any(p.decided for p in row.placements):
+        return RolloutState("In progress", "no placement has a decision yet: nothing to roll out")
+    return RolloutState("In progress", f"rolling out revision {row.revision or '—'}")
+
+
 def diff_trigger(diff: Mapping[str, Any]) -> str:
     trigger = diff.get("trigger") or {}
     kind, key = trigger.get("kind"), trigger.get("key")
     return f"{kind}:{key}" if key else str(kind or "")
 
 
-def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf) -> RolloutRow:
+def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf, *, lines: bool = True) -> RolloutRow:
+    """The rollout as people read it; without `lines`, its placements carry their counts but no
+    cluster lines (a list of every rollout needs no more)."""
     namespace, _, name = key.partition("/")
     state = book.states.get(key) or {}
     latest = book.latest(key) or {}
@@ -92,7 +132,14 @@ def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf) -> RolloutRow:
     for ref in book.placements(key):
         entry = listed.get(ref, {"name": ref})
         groups = groups_of(f"{namespace}/{ref}")
-        lines = placement_lines(entry, groups or (), reports) if state else []
+        shown: list[ClusterLine] = []
+        if not state:
+            by_status = counts(())
+        elif lines:
+            shown = placement_lines(entry, groups or (), reports)
+            by_status = counts(shown)
+        else:
+            by_status = placement_counts(entry, groups or (), reports)
         placements.append(
             RolloutPlacement(
                 ref,
@@ -101,7 +148,8 @@ def rollout_row(book: RolloutBook, key: str, groups_of: GroupsOf) -> RolloutRow:
                 bool(entry.get("decided", groups is not None)),
                 entry.get("error"),
                 bool(entry.get("maxFailureBreach")),
-                tuple(lines),
+                by_status,
+                tuple(shown),
             )
         )
     return RolloutRow(
@@ -139,23 +187,25 @@ def strategy_text(strategy: Mapping[str, Any]) -> str:
 def what_next(placement: RolloutPlacement) -> list[str]:
     """What rolls out next on one placement, sentence by sentence."""
     if placement.error:
-        return [f"Stopped by an error in the strategy: {placement.error}"]
+        return [f"Nothing rolls out: the strategy has an error: {placement.error}"]
     if not placement.decided:
         return ["The placement has no decision yet: nothing to roll out."]
     lines = [line for line in placement.lines if line.listed != "removed"]
     out = []
     if placement.breach:
-        out.append("Stopped: more clusters failed than maxFailures allows; nothing new rolls out.")
+        out.append(f"Breached: {BREACH}.")
     apply = [line.cluster for line in lines if line.listed == "rollout" and line.status == "ToApply"]
     if apply:
         out.append(f"Apply now to {len(apply)}: {_names(apply)}.")
-    waiting = [
-        line.cluster
-        for line in lines
-        if line.listed == "rollout" and line.status in ("Progressing", "Failed")
-    ]
+    waiting = [line.cluster for line in lines if line.listed == "rollout" and line.status == "Progressing"]
     if waiting:
         out.append(f"Waiting for reports from {len(waiting)}: {_names(waiting)}.")
+    failed = [line.cluster for line in lines if line.listed == "rollout" and line.status == "Failed"]
+    if failed:
+        out.append(
+            f"Failed {len(failed)}: {_names(failed)}; each counts as a failure and times out at its "
+            "deadline unless a new report comes."
+        )
     soaking = sorted(
         (line.until or "", line.cluster)
         for line in lines
@@ -170,7 +220,7 @@ def what_next(placement: RolloutPlacement) -> list[str]:
         out.append(f"Timed out {len(timed_out)}: {_names(timed_out)}.")
     queued = [line for line in lines if not line.listed and line.status == "ToApply"]
     if queued and not placement.breach:
-        group = queued[0].group_name or f"#{queued[0].group_index}"
+        group = group_label(queued[0].group_name, queued[0].group_index)
         out.append(
             f"Then {len(queued)} wait their turn, group {group} first: {_names([q.cluster for q in queued])}."
         )
