@@ -11,7 +11,7 @@ from fleetplace.services.auditor.history import History
 from fleetplace.services.auditor.rollout_check import decided, differing
 from fleetplace.services.auditor.rollout_log import RolloutDiffRecord, RolloutLog
 from fleetplace.services.auditor.rollout_replay import RolloutReplay, RolloutWalk
-from fleetplace.services.rollout.listing import ClusterLine, Reported, placement_lines
+from fleetplace.services.rollout.listing import ClusterLine, Reported, group_label, placement_lines
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.rollout import Instant, RolloutStrategy, StrategyType
 
@@ -58,7 +58,7 @@ def why(strategy: RolloutStrategy | None, line: ClusterLine, breach: bool) -> st
         return f"succeeded: soaking for minSuccessTime until {until}"
     if line.status == "Failed":
         return f"failed before its deadline ({until}): stays listed, counts as a failure"
-    group = f"{line.group_name or '-'} ({line.group_index})"
+    group = group_label(line.group_name, line.group_index)
     if strategy is None:
         return "new: to apply now"
     if strategy.type != StrategyType.ALL and _mandatory(strategy, line.group_name, line.group_index):

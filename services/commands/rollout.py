@@ -342,6 +342,7 @@ def explain(
     from fleetplace.services.auditor.rollout_log import read_rollout_history
     from fleetplace.services.commands.output import table_console
     from fleetplace.services.commands.worker import _settings
+    from fleetplace.services.rollout.listing import group_label
     from fleetplace.shared.bus.codec import DecodeLimits
     from fleetplace.shared.bus.errors import BusError
     from fleetplace.shared.bus.topics import Topics
@@ -406,7 +407,7 @@ def explain(
         table.add_row(
             c["placement"],
             c["cluster"],
-            f"{c['groupName'] or '-'} ({c['groupIndex']})",
+            group_label(c["groupName"], c["groupIndex"]),
             c["status"],
             c["since"] or "",
             c["until"] or "",

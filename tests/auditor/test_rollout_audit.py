@@ -236,6 +236,7 @@ def test_rollout_explain_command(broker: str, run: Run) -> None:
     table = CliRunner().invoke(_cli(), ["rollout", "explain", "apps/web", "--at", T % 5, *common])
     assert table.exit_code == 0
     assert "soaking for minSuccessTime" in table.stdout
+    assert " (0)" not in table.stdout and "#0" in table.stdout  # groups shown as everywhere else
     assert_lines_fit_content(table.stdout)
     early = CliRunner().invoke(
         _cli(), ["rollout", "explain", "apps/web", "--at", "2025-01-01T00:00:00Z", *common]
