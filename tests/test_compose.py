@@ -26,6 +26,8 @@ WORKLOADS = {
     "topics": ["topics", "create"],
     "scheduler": ["worker", "scheduler"],
     "queues": ["worker", "queues"],
+    "rollout": ["worker", "rollout"],
+    "scores": ["worker", "scores"],
 }
 
 
