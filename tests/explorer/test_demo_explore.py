@@ -46,7 +46,7 @@ def test_demo_explore_serves_the_explorer_on_its_history_until_interrupted() -> 
         demo.send_signal(signal.SIGINT)
         out, _ = demo.communicate(timeout=30)
         assert demo.returncode == 0, out
-        assert "all 15 acts passed" in out
+        assert "all 17 acts passed" in out
     finally:
         if demo.poll() is None:
             demo.kill()
