@@ -5,6 +5,7 @@
     cat apps.jsonl | fleetplace queues place --config queues.yaml -
     fleetplace queues place --config queues.yaml --check
     fleetplace queues place --vectors suite.json
+    fleetplace queues what-if --config new.yaml     (whatif_cli.py)
 
 One JSON line per application, in input order; queues created by earlier applications exist
 for later ones. Exit 2 for a config error (every problem, with its path) or bad input (file,
@@ -22,6 +23,7 @@ import orjson
 import typer
 from pydantic import ValidationError
 
+from fleetplace.services.queue_placer import whatif_cli
 from fleetplace.services.queue_placer.files import STDIN, Source, fail, load_config, read_source
 from fleetplace.shared.api.queues import field_errors
 from fleetplace.shared.queueing import (
@@ -41,6 +43,7 @@ queues_app = typer.Typer(
 
 
 def register(app: typer.Typer) -> None:
+    whatif_cli.register(queues_app)
     app.add_typer(queues_app, name="queues")
 
 
