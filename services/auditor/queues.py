@@ -89,7 +89,28 @@ class QueueAuditReport:
     unreadable: list[str] = field(default_factory=list)  # records that are not placements
 
 
-def _parse(record: Record, limits: DecodeLimits) -> PlacementRecord:
+class _Shared:
+    """What the records of a history share, parsed once: the batch times (`evaluatedAt`) and the
+    watermark keys (`<topic>/<partition>`)."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, datetime] = {}
+        self.keys: dict[str, tuple[str, int]] = {}
+
+    def time(self, text: str) -> datetime:
+        found = self.times.get(text)
+        if found is None:
+            found = self.times[text] = parse_time(text)
+        return found
+
+    def key(self, text: str) -> tuple[str, int]:
+        found = self.keys.get(text)
+        if found is None:
+            found = self.keys[text] = parse_watermark_key(text)
+        return found
+
+
+def _parse(record: Record, limits: DecodeLimits, shared: _Shared) -> PlacementRecord:
     value = decode_object(record.value, limits)
     if value is None:
         raise ValueError("a tombstone")
@@ -97,10 +118,10 @@ def _parse(record: Record, limits: DecodeLimits) -> PlacementRecord:
     inputs = value.get("inputs")
     if not isinstance(evaluated_at, str) or not isinstance(inputs, dict):
         raise ValueError("no evaluatedAt or inputs: written before placements were auditable")
-    watermark = {parse_watermark_key(str(k)): v for k, v in inputs.items() if type(v) is int}
+    watermark = {shared.key(str(k)): v for k, v in inputs.items() if type(v) is int}
     apps = [(p, n - 1) for (t, p), n in watermark.items() if t == APPLICATIONS]
     return PlacementRecord(
-        record, value, parse_time(evaluated_at), watermark, apps[0] if len(apps) == 1 else None
+        record, value, shared.time(evaluated_at), watermark, apps[0] if len(apps) == 1 else None
     )
 
 
@@ -140,9 +161,10 @@ def placements_in_order(
     not placements (where, and why)."""
     placements: list[PlacementRecord] = []
     unreadable: list[str] = []
+    shared = _Shared()
     for record in history.app_placements:
         try:
-            placements.append(_parse(record, limits))
+            placements.append(_parse(record, limits, shared))
         except (DecodeError, ValueError) as e:
             unreadable.append(f"app-placements/{record.partition}@{record.offset}: {e}")
     placements.sort(key=lambda p: p.order)
