@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from fleetplace.services.auditor.history import History
+from fleetplace.services.auditor.history import History, collection_paused
 from fleetplace.services.auditor.queues import placements_in_order
 from fleetplace.shared.api.queues import ApplicationSubmission, PlacementOutcome
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
@@ -195,38 +195,40 @@ def what_if_queues(
     first_reported = max(0, len(replay) - last) if last is not None else 0
     recorded_queues = {(r.application.partition or DEFAULT_PARTITION, r.answer.queue) for r in replay}
     created: dict[tuple[str, str], None] = {}  # an insertion-ordered set
-    for i, entry in enumerate(replay):
-        app = entry.application
-        outcome = placer.place(app)
-        out.replayed += 1
-        if progress is not None and (i % 4096 == 0 or i == len(replay) - 1):
-            progress(i + 1, len(replay))
-        if i < first_reported or (
-            since is not None and (entry.evaluated_at is None or entry.evaluated_at < since)
-        ):
-            continue
-        out.reported += 1
-        queue = (app.partition or DEFAULT_PARTITION, outcome.queue or "")
-        if outcome.created and queue not in recorded_queues:
-            created[queue] = None
-        before = entry.answer
-        if outcome.queue == before.queue:
-            out.unchanged += 1
-            continue
-        # a changed answer: say which rules passed it over when it is now refused
-        after = Answer.of(outcome, placer.explain(app) if outcome.queue is None else ())
-        out.changes.append(
-            ChangedApplication(
-                app.application_id,
-                app.partition or DEFAULT_PARTITION,
-                app.user,
-                _change(before, after),
-                before,
-                after,
-                entry.evaluated_at,
-                entry.where,
+    # what the loop builds lives on (changes, the placer's queues): keep the collector off it
+    with collection_paused():
+        for i, entry in enumerate(replay):
+            app = entry.application
+            outcome = placer.place(app)
+            out.replayed += 1
+            if progress is not None and (i % 4096 == 0 or i == len(replay) - 1):
+                progress(i + 1, len(replay))
+            if i < first_reported or (
+                since is not None and (entry.evaluated_at is None or entry.evaluated_at < since)
+            ):
+                continue
+            out.reported += 1
+            queue = (app.partition or DEFAULT_PARTITION, outcome.queue or "")
+            if outcome.created and queue not in recorded_queues:
+                created[queue] = None
+            before = entry.answer
+            if outcome.queue == before.queue:
+                out.unchanged += 1
+                continue
+            # a changed answer: say which rules passed it over when it is now refused
+            after = Answer.of(outcome, placer.explain(app) if outcome.queue is None else ())
+            out.changes.append(
+                ChangedApplication(
+                    app.application_id,
+                    app.partition or DEFAULT_PARTITION,
+                    app.user,
+                    _change(before, after),
+                    before,
+                    after,
+                    entry.evaluated_at,
+                    entry.where,
+                )
             )
-        )
     out.queues_created = list(created)
     return out
 
@@ -236,17 +238,28 @@ def recorded_applications(
 ) -> tuple[list[RecordedApplication], list[str]]:
     """The history's placements in placing order, each with the submission it carries; and the
     records that cannot be used (where, and why)."""
-    placements, unreadable = placements_in_order(history, limits)
     out: list[RecordedApplication] = []
     validate = ApplicationSubmission.model_validate
-    for p in placements:
-        where = f"app-placements/{p.record.partition}@{p.record.offset}"
-        try:
-            application = validate(p.value.get("application"))
-        except ValidationError as e:
-            unreadable.append(f"{where}: its application is not a valid submission: {str(e).splitlines()[0]}")
-            continue
-        out.append(RecordedApplication(application, Answer.from_record(p.value), p.now, where))
+    # records repeat a few answers: one Answer each (placed answers only: rejections carry details)
+    answers: dict[tuple[object, object], Answer] = {}
+    with collection_paused():
+        placements, unreadable = placements_in_order(history, limits)
+        for p in placements:
+            value = p.value
+            where = f"app-placements/{p.record.partition}@{p.record.offset}"
+            try:
+                application = validate(value.get("application"))
+            except ValidationError as e:
+                unreadable.append(
+                    f"{where}: its application is not a valid submission: {str(e).splitlines()[0]}"
+                )
+                continue
+            if value.get("rejected"):
+                answer = Answer.from_record(value)
+            else:
+                seen = (value.get("queue"), value.get("rule"))
+                answer = answers.get(seen) or answers.setdefault(seen, Answer.from_record(value))
+            out.append(RecordedApplication(application, answer, p.now, where))
     return out, unreadable
 
 
