@@ -45,7 +45,8 @@ class Answer:
     rule: str | None = None  # the rule type, `recovery` or `default-queue`; None when rejected
     rule_index: int | None = None  # its place in the rule list, when known
     reason: str | None = None  # the rejection code
-    detail: str = ""  # the rejection, or the rules that passed the application over
+    detail: str = ""  # the rejection in a sentence
+    why: tuple[str, ...] = ()  # each rule that passed the application over, and why
 
     @property
     def rejected(self) -> bool:
@@ -54,8 +55,8 @@ class Answer:
     @classmethod
     def of(cls, outcome: PlacementOutcome, why: Sequence[str] = ()) -> Answer:
         if outcome.queue is None:
-            lines = [*why, outcome.detail] if outcome.detail not in why else list(why)
-            return cls(None, reason=str(outcome.reason), detail="; ".join(lines))
+            passed_over = tuple(line for line in why if line != outcome.detail)
+            return cls(None, reason=str(outcome.reason), detail=outcome.detail, why=passed_over)
         return cls(outcome.queue, outcome.rule, outcome.rule_index)
 
     @classmethod
@@ -76,7 +77,7 @@ class Answer:
 
     def to_json(self) -> dict[str, Any]:
         if self.queue is None:
-            return {"rejected": True, "reason": self.reason, "detail": self.detail}
+            return {"rejected": True, "reason": self.reason, "detail": self.detail, "why": list(self.why)}
         return {"queue": self.queue, "rule": self.rule, "ruleIndex": self.rule_index}
 
 

@@ -148,9 +148,8 @@ def _answer_text(answer: Any) -> str:
 def _print(result: QueueWhatIf) -> None:
     console = table_console()
     if result.changes:
-        table = Table("application", "user", "before", "rule before", "after", "rule after", "why")
+        table = Table("application", "user", "before", "rule before", "after", "rule after")
         for c in result.changes:
-            why = c.after.detail if c.after.rejected else c.before.detail if c.before.rejected else ""
             table.add_row(
                 c.application,
                 c.user,
@@ -158,9 +157,15 @@ def _print(result: QueueWhatIf) -> None:
                 c.before.rule_label,
                 f"[yellow]{_answer_text(c.after)}[/yellow]",
                 c.after.rule_label,
-                why,
             )
         console.print(table)
+    for c in result.changes:
+        answer = c.after if c.after.rejected else c.before if c.before.rejected else None
+        if answer is not None:
+            when = "now" if answer is c.after else "before"
+            console.print(f"{c.application} ({c.user}) rejected {when}: {answer.detail}", markup=False)
+            for line in answer.why:
+                console.print(f"  {line}", markup=False)
     s = result.summary()
     console.print(
         f"{s['applications']} applications: {s['unchanged']} unchanged, {s['moved']} moved, "

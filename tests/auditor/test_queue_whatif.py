@@ -170,9 +170,14 @@ def test_a_new_acl_rejects_exactly_the_users_it_no_longer_admits_and_says_which_
     assert {c.change for c in result.changes} == {Change.NEWLY_REJECTED}  # a12 was refused before too
     gina = next(c for c in result.changes if c.application == "a8")
     assert gina.after.reason == "no-rule-matched"
-    assert (
-        "rule 0 (provided) proposed root.batch: the submit ACLs of root.batch and its parents do not admit gina"
-        in (gina.after.detail)
+    # every rule's proposal, and the ACL (or the missing tag) that turned it down
+    assert gina.after.why == (
+        "rule 0 (provided) proposed root.batch: the submit ACLs of root.batch and its parents do not admit gina",
+        "rule 1 (tag) proposed root.teams.api (to be created): the submit ACLs of root.teams and its parents "
+        "do not admit gina",
+        "rule 2 (user): no match",
+        "rule 3 (fixed) proposed root.default: the submit ACLs of root.default and its parents do not admit gina",
+        "default-queue proposed root.default: the submit ACLs of root.default and its parents do not admit gina",
     )
     # erin now creates root.teams.web herself (bob no longer does): same queue, unchanged
     assert "a5" not in {c.application for c in result.changes}
