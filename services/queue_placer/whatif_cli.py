@@ -111,7 +111,9 @@ def _from_file(path: str, current: QueueingConfig | None) -> list[RecordedApplic
         fail([f"error: {e}"])
 
 
-def _from_bus(bootstrap: str | None, prefix: str | None, update: Update) -> list[RecordedApplication]:
+def _from_bus(
+    bootstrap: str | None, prefix: str | None, update: Update
+) -> tuple[list[RecordedApplication], list[str]]:
     settings = _settings(bootstrap, prefix)
     topics = Topics(settings.topic_prefix)
     limits = DecodeLimits.from_settings(settings)
@@ -138,7 +140,7 @@ def _from_bus(bootstrap: str | None, prefix: str | None, update: Update) -> list
     recorded, unreadable = recorded_applications(history, limits)
     for problem in unreadable:
         typer.echo(f"warning: not evaluated: {problem}", err=True)
-    return recorded
+    return recorded, unreadable
 
 
 def _answer_text(answer: Any) -> str:
@@ -245,10 +247,11 @@ def what_if(
             ]
         )
     with _progress() as update:
+        unreadable: list[str] = []
         if apps_file is not None:
             recorded = _from_file(apps_file, load_config(current) if current is not None else None)
         else:
-            recorded = _from_bus(bootstrap, prefix, update)
+            recorded, unreadable = _from_bus(bootstrap, prefix, update)
         if since_t is not None and any(r.evaluated_at is None for r in recorded):
             fail(["error: --since: these applications carry no evaluatedAt (plain submissions)"])
         result = what_if_queues(
@@ -259,6 +262,7 @@ def what_if(
             last=last,
             progress=lambda done, total: update("placing", done, total),
         )
+        result.unreadable = unreadable
     if out is Output.TABLE:
         _print(result)
     elif out is Output.YAML:

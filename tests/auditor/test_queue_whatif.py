@@ -7,6 +7,7 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+import orjson
 import pytest
 
 from fleetplace.services.auditor.history import History
@@ -236,3 +237,21 @@ def test_a_partition_outside_the_config_is_refused() -> None:
         what_if_queues(
             recorded_history(), parse_config({"partitions": [current_partition()]}), partition="gpu"
         )
+
+
+def test_records_that_are_not_placements_are_named_and_the_rest_are_evaluated() -> None:
+    q = OfflineQueuePlacer()
+    q.config(current_partition())
+    q.submit(T0, APPS[0], APPS[1])
+    q.write("app-placements", "junk", b"{not json")
+    forged = {
+        "evaluatedAt": "2026-01-01T00:00:05Z",
+        "inputs": {},
+        "queue": "root.x",
+        "application": {"user": 7},
+    }
+    q.write("app-placements", "forged", orjson.dumps(forged))
+    recorded, unreadable = recorded_applications(History.of(q.log, prefix=PREFIX))
+    assert {r.application.application_id for r in recorded} == {"a1", "a2"}
+    assert len(unreadable) == 2 and all(u.startswith("app-placements/") for u in unreadable)
+    assert any("not a valid submission" in u for u in unreadable)
