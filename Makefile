@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
+.PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -73,13 +73,17 @@ load: $(NATIVE)
 demo: $(NATIVE)
 	$(BIN)/fleetplace demo
 
-bench: bench-engine bench-queues bench-e2e bench-audit bench-rollout bench-takeover bench-scores
+bench: bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores
 
 bench-engine: $(NATIVE)
 	$(BIN)/python -m tests.bench.engine
 
 bench-queues: $(NATIVE)
 	$(BIN)/python -m tests.bench.queues
+
+# `queues what-if` over 100,000 recorded applications on the embedded broker, beside reading them
+bench-queues-whatif: $(NATIVE)
+	$(BIN)/python -m tests.bench.queues_whatif
 
 # the fleet as ManagedClusters, then the same fleet as ClusterProfiles
 bench-e2e: $(NATIVE)

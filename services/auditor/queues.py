@@ -44,7 +44,9 @@ APPLICATIONS = "applications"
 
 
 @dataclass(frozen=True)
-class _Placement:
+class PlacementRecord:
+    """One `app-placements` record, parsed: its value, its `evaluatedAt` and its `inputs`."""
+
     record: Record
     value: Mapping[str, Any]
     now: datetime
@@ -87,7 +89,28 @@ class QueueAuditReport:
     unreadable: list[str] = field(default_factory=list)  # records that are not placements
 
 
-def _parse(record: Record, limits: DecodeLimits) -> _Placement:
+class _Shared:
+    """What the records of a history share, parsed once: the batch times (`evaluatedAt`) and the
+    watermark keys (`<topic>/<partition>`)."""
+
+    def __init__(self) -> None:
+        self.times: dict[str, datetime] = {}
+        self.keys: dict[str, tuple[str, int]] = {}
+
+    def time(self, text: str) -> datetime:
+        found = self.times.get(text)
+        if found is None:
+            found = self.times[text] = parse_time(text)
+        return found
+
+    def key(self, text: str) -> tuple[str, int]:
+        found = self.keys.get(text)
+        if found is None:
+            found = self.keys[text] = parse_watermark_key(text)
+        return found
+
+
+def _parse(record: Record, limits: DecodeLimits, shared: _Shared) -> PlacementRecord:
     value = decode_object(record.value, limits)
     if value is None:
         raise ValueError("a tombstone")
@@ -95,9 +118,11 @@ def _parse(record: Record, limits: DecodeLimits) -> _Placement:
     inputs = value.get("inputs")
     if not isinstance(evaluated_at, str) or not isinstance(inputs, dict):
         raise ValueError("no evaluatedAt or inputs: written before placements were auditable")
-    watermark = {parse_watermark_key(str(k)): v for k, v in inputs.items() if type(v) is int}
+    watermark = {shared.key(str(k)): v for k, v in inputs.items() if type(v) is int}
     apps = [(p, n - 1) for (t, p), n in watermark.items() if t == APPLICATIONS]
-    return _Placement(record, value, parse_time(evaluated_at), watermark, apps[0] if len(apps) == 1 else None)
+    return PlacementRecord(
+        record, value, shared.time(evaluated_at), watermark, apps[0] if len(apps) == 1 else None
+    )
 
 
 def _compared(value: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,15 +154,26 @@ class _Configs:
             self.cursor[partition] = max(stop, self.cursor.get(partition, 0))
 
 
-def audit_app_placements(history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> QueueAuditReport:
-    report = QueueAuditReport()
-    placements: list[_Placement] = []
+def placements_in_order(
+    history: History, limits: DecodeLimits = DEFAULT_LIMITS
+) -> tuple[list[PlacementRecord], list[str]]:
+    """The `app-placements` records in the order the placer made them, and the records that are
+    not placements (where, and why)."""
+    placements: list[PlacementRecord] = []
+    unreadable: list[str] = []
+    shared = _Shared()
     for record in history.app_placements:
         try:
-            placements.append(_parse(record, limits))
+            placements.append(_parse(record, limits, shared))
         except (DecodeError, ValueError) as e:
-            report.unreadable.append(f"app-placements/{record.partition}@{record.offset}: {e}")
+            unreadable.append(f"app-placements/{record.partition}@{record.offset}: {e}")
     placements.sort(key=lambda p: p.order)
+    return placements, unreadable
+
+
+def audit_app_placements(history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> QueueAuditReport:
+    report = QueueAuditReport()
+    placements, report.unreadable = placements_in_order(history, limits)
     processor = QueueProcessor()
     configs = _Configs(history, processor, limits)
     for placement in placements:
@@ -152,7 +188,7 @@ def audit_app_placements(history: History, limits: DecodeLimits = DEFAULT_LIMITS
 
 
 def _check(
-    history: History, processor: QueueProcessor, placement: _Placement, limits: DecodeLimits
+    history: History, processor: QueueProcessor, placement: PlacementRecord, limits: DecodeLimits
 ) -> QueueMismatch | None:
     """Place the record's application again; None when the record reproduces."""
     value = placement.value
@@ -180,7 +216,9 @@ def _check(
     return mismatch(fields, got, "recomputed " + ", ".join(fields) + " differ") if fields else None
 
 
-def _submission(history: History, placement: _Placement, limits: DecodeLimits) -> ApplicationSubmission | str:
+def _submission(
+    history: History, placement: PlacementRecord, limits: DecodeLimits
+) -> ApplicationSubmission | str:
     """The application record the placement was made from, or why it cannot be found."""
     if placement.application is None:
         return "inputs name no single applications record"

@@ -5,6 +5,7 @@
     cat apps.jsonl | fleetplace queues place --config queues.yaml -
     fleetplace queues place --config queues.yaml --check
     fleetplace queues place --vectors suite.json
+    fleetplace queues what-if --config new.yaml     (whatif_cli.py)
 
 One JSON line per application, in input order; queues created by earlier applications exist
 for later ones. Exit 2 for a config error (every problem, with its path) or bad input (file,
@@ -15,20 +16,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import orjson
 import typer
 from pydantic import ValidationError
 
+from fleetplace.services.queue_placer import whatif_cli
+from fleetplace.services.queue_placer.files import STDIN, Source, fail, load_config, read_source
 from fleetplace.shared.api.queues import field_errors
 from fleetplace.shared.queueing import (
     ApplicationSubmission,
     ConfigError,
     PlacementOutcome,
-    QueueingConfig,
     QueuePlacer,
     parse_config,
 )
@@ -40,48 +41,14 @@ queues_app = typer.Typer(
     add_completion=False,
 )
 
-STDIN = "-"
-
 
 def register(app: typer.Typer) -> None:
+    whatif_cli.register(queues_app)
     app.add_typer(queues_app, name="queues")
 
 
 class InputError(Exception):
     """Bad input; the message names the file, the line and the field."""
-
-
-@dataclass(frozen=True)
-class _Source:
-    label: str
-    text: str
-
-
-def _fail(lines: Iterable[str]) -> NoReturn:
-    for line in lines:
-        typer.echo(line, err=True)
-    raise typer.Exit(code=2)
-
-
-def _read(path: str) -> _Source:
-    if path == STDIN:
-        return _Source("<stdin>", sys.stdin.read())
-    try:
-        return _Source(path, Path(path).read_bytes().decode("utf-8-sig"))
-    except (OSError, UnicodeDecodeError) as e:
-        _fail([f"error: cannot read {path}: {e}"])
-
-
-def _load_config(path: Path) -> QueueingConfig:
-    source = _read(str(path))
-    try:
-        return parse_config(source.text)
-    except ConfigError as e:
-        count = len(e.problems)
-        head = (
-            f"error: {source.label}: invalid queue configuration ({count} problem{'s' if count != 1 else ''})"
-        )
-        _fail([head, *(f"{source.label}: {problem}" for problem in e.problems)])
 
 
 def _application(data: Any, where: str) -> ApplicationSubmission:
@@ -94,7 +61,7 @@ def _application(data: Any, where: str) -> ApplicationSubmission:
         raise InputError("\n".join(lines)) from None
 
 
-def _jsonl(source: _Source) -> Iterator[ApplicationSubmission | InputError]:
+def _jsonl(source: Source) -> Iterator[ApplicationSubmission | InputError]:
     for number, line in enumerate(source.text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -107,7 +74,7 @@ def _jsonl(source: _Source) -> Iterator[ApplicationSubmission | InputError]:
             yield e
 
 
-def _single(source: _Source) -> Iterator[ApplicationSubmission | InputError]:
+def _single(source: Source) -> Iterator[ApplicationSubmission | InputError]:
     try:
         data = orjson.loads(source.text)
     except orjson.JSONDecodeError as e:
@@ -119,7 +86,7 @@ def _single(source: _Source) -> Iterator[ApplicationSubmission | InputError]:
         yield InputError(_with_field_lines(str(e), source))
 
 
-def _with_field_lines(message: str, source: _Source) -> str:
+def _with_field_lines(message: str, source: Source) -> str:
     """A pretty-printed application spans lines: point each error at the line of its key."""
     lines = source.text.splitlines()
     out = []
@@ -174,28 +141,28 @@ def place(
     """Place applications into queues with YuniKorn's placement rules; one JSON line each."""
     if vectors is not None:
         if config is not None or app_file is not None or apps_file is not None or stdin is not None or check:
-            _fail(["error: --vectors runs alone: each vector carries its own config and application"])
+            fail(["error: --vectors runs alone: each vector carries its own config and application"])
         _run_vectors(vectors)
         return
     if config is None:
-        _fail(["error: --config FILE is required (or --vectors FILE)"])
+        fail(["error: --config FILE is required (or --vectors FILE)"])
     if stdin is not None and stdin != STDIN:
-        _fail([f"error: unexpected argument {stdin!r}: only '-' (read stdin) is accepted"])
-    parsed = _load_config(config)
+        fail([f"error: unexpected argument {stdin!r}: only '-' (read stdin) is accepted"])
+    parsed = load_config(config)
     if check:
         summary = ", ".join(f"{name} ({len(spec.rules)} rules)" for name, spec in parsed.partitions.items())
         typer.echo(f"OK: {config}: {len(parsed.partitions)} partition(s){': ' + summary if summary else ''}")
         return
     given = [s for s in (str(app_file) if app_file else None, apps_file, stdin) if s is not None]
     if len(given) != 1:
-        _fail(["error: give the applications once: --app FILE, --apps FILE.jsonl, or - for stdin"])
+        fail(["error: give the applications once: --app FILE, --apps FILE.jsonl, or - for stdin"])
     if app_file is not None:
-        records = list(_single(_read(str(app_file))))
+        records = list(_single(read_source(str(app_file))))
     else:
-        records = list(_jsonl(_read(given[0])))
+        records = list(_jsonl(read_source(given[0])))
     errors = [r for r in records if isinstance(r, InputError)]
     if errors:
-        _fail([f"error: {e}" for err in errors for e in str(err).splitlines()])
+        fail([f"error: {e}" for err in errors for e in str(err).splitlines()])
     placer = QueuePlacer(parsed)
     _emit(placer.place(r).to_bytes() for r in records if isinstance(r, ApplicationSubmission))
 
@@ -224,13 +191,13 @@ def _vector_result(vector: Any) -> dict[str, Any]:
 
 
 def _run_vectors(path: Path) -> None:
-    source = _read(str(path))
+    source = read_source(str(path))
     try:
         suite = orjson.loads(source.text)
     except orjson.JSONDecodeError as e:
-        _fail([f"error: {source.label}: not valid JSON: {e}"])
+        fail([f"error: {source.label}: not valid JSON: {e}"])
     if not isinstance(suite, list):
-        _fail([f"error: {source.label}: expected a JSON array of vectors"])
+        fail([f"error: {source.label}: expected a JSON array of vectors"])
     crashed = 0
 
     def results() -> Iterator[bytes]:

@@ -169,18 +169,34 @@ class _Partition:
             who = self._principals[user, groups] = Principal(user, groups)
         return who
 
-    def _decide(self, who: Principal, queue: str, tags: Mapping[str, str]) -> _Decision:
+    def explain(self, app: ApplicationSubmission) -> tuple[str, ...]:
+        tags: Mapping[str, str] = fold_tags(app.tags) if app.tags else app.tags
+        resolved = _resolved(app, tags)
+        if isinstance(resolved, _Rejected):
+            return (resolved.detail,)
+        trace: list[str] = []
+        decision = self._decide(Principal(*resolved), app.queue, tags, trace)
+        if isinstance(decision, _Rejected):
+            trace.append(decision.detail)
+        return tuple(trace)
+
+    def _decide(
+        self, who: Principal, queue: str, tags: Mapping[str, str], trace: list[str] | None = None
+    ) -> _Decision:
         """The first rule whose proposal passes the leaf, ACL and draining checks;
-        then the recovery rule; then the root.default fallback."""
+        then the recovery rule; then the root.default fallback. `trace`, when given,
+        collects why each rule was passed over (`QueuePlacer.explain`)."""
         tree = self.tree
         forced = FORCE_TAG in tags and go_parse_bool(tags[FORCE_TAG])
         try:
             for index, rule in enumerate(self.spec.rules):
                 path = rule.propose(who, queue, tags, tree)
                 if path is not None:
-                    accepted = self._accept(path, rule.kind, index, who, forced)
+                    accepted = self._accept(path, rule.kind, index, who, forced, trace)
                     if accepted is not None:
                         return accepted
+                elif trace is not None:
+                    trace.append(f"rule {index} ({rule.kind}): no match")
             path = _RECOVERY.propose(who, queue, tags, tree)
         except RuleEvaluationError as e:
             # an error rejects at once: no later rule, no fallback, even when forced
@@ -189,13 +205,21 @@ class _Partition:
             return path, _RECOVERY.kind, None, tree.get(path)  # forced: no checks
         # the root.default fallback comes only after recovery declined
         if tree.get(DEFAULT_QUEUE) is not None:
-            accepted = self._accept(DEFAULT_QUEUE, "default-queue", None, who, forced)
+            accepted = self._accept(DEFAULT_QUEUE, "default-queue", None, who, forced, trace)
             if accepted is not None:
                 return accepted
+        elif trace is not None:
+            trace.append(f"default-queue: {DEFAULT_QUEUE} does not exist")
         return _Rejected(RejectionReason.NO_RULE_MATCHED, "no placement rule matched and no fallback applied")
 
     def _accept(
-        self, path: str, kind: str, index: int | None, who: Principal, forced: bool
+        self,
+        path: str,
+        kind: str,
+        index: int | None,
+        who: Principal,
+        forced: bool,
+        trace: list[str] | None = None,
     ) -> _Accepted | None:
         """The leaf, ACL and draining checks for one proposal: accepted, or None for "try the next rule"."""
         tree = self.tree
@@ -205,10 +229,18 @@ class _Partition:
         if node is not None:
             if node.is_leaf and not node.draining and who.may_submit(node):
                 return path, kind, index, node
+            if trace is not None:
+                trace.append(f"{_rule_label(kind, index)} proposed {node.path}: {_refusal(node, who)}")
             return None
         # not there yet: the deepest existing ancestor decides, leaf or not
-        if who.may_submit(tree.deepest_existing(path)):
+        ancestor = tree.deepest_existing(path)
+        if who.may_submit(ancestor):
             return path, kind, index, None
+        if trace is not None:
+            trace.append(
+                f"{_rule_label(kind, index)} proposed {path} (to be created): the submit ACLs of "
+                f"{ancestor.path} and its parents do not admit {who.user}"
+            )
         return None
 
     def _commit(
@@ -263,6 +295,19 @@ def _creation_refusal(
     return None
 
 
+def _rule_label(kind: str, index: int | None) -> str:
+    return kind if index is None else f"rule {index} ({kind})"
+
+
+def _refusal(node: QueueNode, who: Principal) -> str:
+    """Why an existing queue refused a proposal, in the order the checks run."""
+    if not node.is_leaf:
+        return "not a leaf"
+    if node.draining:
+        return "draining"
+    return f"the submit ACLs of {node.path} and its parents do not admit {who.user}"
+
+
 def _resolved(app: ApplicationSubmission, tags: Mapping[str, str]) -> tuple[str, tuple[str, ...]] | _Rejected:
     """The user and groups the rules see, or why the submission is refused."""
     user, groups = app.user, app.groups
@@ -309,6 +354,10 @@ class QueuePlacer:
         partition = self._partitions.get(name)
         if partition is not None:
             return partition.place(app)
+        return self._without_partition(app)
+
+    def _without_partition(self, app: ApplicationSubmission) -> PlacementOutcome:
+        name = app.partition or DEFAULT_PARTITION
         if name in self._draining:
             return _rejection(
                 app.application_id,
@@ -320,6 +369,14 @@ class QueuePlacer:
             RejectionReason.UNKNOWN_PARTITION,
             f"partition {app.partition!r} is not configured",
         )
+
+    def explain(self, app: ApplicationSubmission) -> tuple[str, ...]:
+        """Why the rules passed `app` over, one line per rule in order, on the tree as it is now,
+        ending with the rejection when there is one. Places nothing."""
+        partition = self._partitions.get(app.partition or DEFAULT_PARTITION)
+        if partition is None:
+            return (self._without_partition(app).detail,)
+        return partition.explain(app)
 
     def reload(self, config: QueueingConfig) -> None:
         """Activate a new validated config. Partitions that are gone drain: they
