@@ -20,11 +20,10 @@ import contextlib
 import copy
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -32,6 +31,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fleetplace.services.commands.demo_acts import (
+    Act,
+    ActResult,
+    ExpectedDiff,
+    describe_change,
+    now_seconds,
+    unmatched,
+    upsert,
+)
 from fleetplace.services.commands.demo_inventory import EDGE, edge_placement, inventory, profile
 from fleetplace.services.commands.demo_rollout import (
     API,
@@ -54,7 +62,6 @@ from fleetplace.shared.bus.codec import decode_object
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.kafka import BroadcastReader, make_admin, make_producer, send_all, start_client
 from fleetplace.shared.bus.publish import (
-    Document,
     PlannedRecord,
     load_documents,
     plan_document,
@@ -80,94 +87,15 @@ SETTLE_S = 0.5
 WEB, ANALYTICS, MONITORING = "apps/web", "apps/analytics", "apps/monitoring"
 
 
-# ---- what an act expects ---------------------------------------------------------------------
-
-
-class Expectation(Protocol):
-    """One diff an act should cause, on `decisions` (ExpectedDiff) or `rollout-decisions`
-    (ExpectedRolloutDiff): each matches only diffs of its own topic."""
-
-    def matches(self, diff: Mapping[str, Any]) -> bool: ...
-
-    def describe(self) -> str: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ExpectedDiff:
-    """One DecisionDiff an act should cause: which placement, which clusters in and out, and why."""
-
-    placement: str
-    added: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
-    trigger: str | None = None
-    deleted: bool = False
-
-    def matches(self, diff: Mapping[str, Any]) -> bool:
-        trigger = diff.get("trigger") or {}
-        return (
-            diff.get("placement") == self.placement
-            and tuple(diff.get("added") or ()) == tuple(sorted(self.added))
-            and tuple(diff.get("removed") or ()) == tuple(sorted(self.removed))
-            and (self.trigger is None or trigger.get("kind") == self.trigger)
-            and bool(diff.get("deleted", False)) == self.deleted
-        )
-
-    def describe(self) -> str:
-        return _describe(self.placement, self.added, self.removed, self.deleted)
-
-
-def _describe(placement: str, added: Sequence[str], removed: Sequence[str], deleted: bool) -> str:
-    changes = [f"+{c}" for c in sorted(added)] + [f"−{c}" for c in sorted(removed)]
-    # every placement of the example lives in namespace `apps`: the name says enough
-    name = placement.rpartition("/")[2]
-    return f"{name} {' '.join(changes)}{' (deleted)' if deleted else ''}".rstrip()
-
-
 def describe_diff(diff: Mapping[str, Any]) -> str:
     if "rollout" in diff:
         return describe_rollout_diff(diff)
-    return _describe(
+    return describe_change(
         str(diff.get("placement")),
         diff.get("added") or (),
         diff.get("removed") or (),
         bool(diff.get("deleted", False)),
     )
-
-
-def unmatched(
-    expected: Sequence[Expectation], seen: Sequence[Mapping[str, Any]]
-) -> tuple[list[Expectation], list[Mapping[str, Any]]]:
-    """Expected diffs not seen, and seen diffs not expected (an act passes when both are empty)."""
-    missing = list(expected)
-    unexpected: list[Mapping[str, Any]] = []
-    for diff in seen:
-        match = next((e for e in missing if e.matches(diff)), None)
-        if match is None:
-            unexpected.append(diff)
-        else:
-            missing.remove(match)
-    return missing, unexpected
-
-
-@dataclass(frozen=True, slots=True)
-class Act:
-    title: str
-    story: str
-    records: Callable[[], list[OutgoingRecord]]  # built when the act starts (taints carry the time)
-    expected: tuple[Expectation, ...]
-    timeout_s: float = 10.0
-    starts_worker: bool = False
-    detail: Callable[[], str] | None = None  # a line shown when the act starts
-    setup: Callable[[], Awaitable[None]] | None = None  # awaited before the act starts
-
-
-@dataclass(frozen=True, slots=True)
-class ActResult:
-    title: str
-    expected: tuple[Expectation, ...]
-    seen: tuple[Mapping[str, Any], ...]
-    seconds: float
-    ok: bool
 
 
 # ---- the acts, on the example fleet ----------------------------------------------------------
@@ -204,16 +132,6 @@ class ExampleFleet:
         raise BusError(f"{self.path}: {placement} has no tolerationSeconds for {key}")
 
 
-def _upsert(topics: Topics, *bodies: dict[str, Any]) -> Callable[[], list[OutgoingRecord]]:
-    planned = [r for i, body in enumerate(bodies) for r in plan_document(Document(f"demo#{i}", body))]
-    return lambda: to_outgoing(planned, topics)
-
-
-def _now_seconds() -> datetime:
-    # Kubernetes times have whole seconds.
-    return datetime.now(UTC).replace(microsecond=0)
-
-
 def build_acts(
     fleet: ExampleFleet, topics: Topics, taint_times: list[datetime], deployer: DemoDeployer
 ) -> list[Act]:
@@ -230,7 +148,7 @@ def build_acts(
     edge_2_score["status"]["scores"] = [{"name": "cpuAvailable", "value": 90}]
 
     def unreachable() -> list[OutgoingRecord]:
-        added = _now_seconds()
+        added = now_seconds()
         taint_times.append(added)
         taint = {
             "key": UNREACHABLE,
@@ -248,7 +166,7 @@ def build_acts(
             "worker starts",
             f"{fleet.path.name} is on the bus; the scheduler worker reads it and decides every placement "
             "(a rollout worker starts beside it, with no rollout yet)",
-            lambda: to_outgoing(fleet.planned, topics) + _upsert(topics, *inventory(_now_seconds()))(),
+            lambda: to_outgoing(fleet.planned, topics) + upsert(topics, *inventory(now_seconds()))(),
             (
                 ExpectedDiff(WEB, ("east-1", "west-1"), trigger="placement"),
                 ExpectedDiff(ANALYTICS, ("east-2",), trigger="placement"),
@@ -263,7 +181,7 @@ def build_acts(
         Act(
             "cluster added",
             "west-2 joins with 28 allocatable CPUs: web wants the biggest prod clusters",
-            _upsert(topics, west_2),
+            upsert(topics, west_2),
             (
                 ExpectedDiff(WEB, ("west-2",), ("west-1",), trigger="cluster"),
                 ExpectedDiff(MONITORING, ("west-2",), trigger="cluster"),
@@ -272,13 +190,13 @@ def build_acts(
         Act(
             "label changed",
             "east-1 is relabelled env=staging: it no longer matches web's predicate",
-            _upsert(topics, east_1),
+            upsert(topics, east_1),
             (ExpectedDiff(WEB, ("west-1",), ("east-1",), trigger="cluster"),),
         ),
         Act(
             "AddOn score changed",
             "edge-2's resource-usage addon now reports cpuAvailable 90: analytics follows the score",
-            _upsert(topics, edge_2_score),
+            upsert(topics, edge_2_score),
             (ExpectedDiff(ANALYTICS, ("edge-2",), ("east-2",), trigger="score"),),
         ),
         Act(
@@ -311,14 +229,14 @@ def inventory_acts(topics: Topics) -> list[Act]:
     """A fleet known only as ClusterProfiles, placed; then one control plane turns unhealthy."""
 
     def unhealthy() -> list[OutgoingRecord]:
-        return _upsert(topics, profile("dublin", False, _now_seconds()))()
+        return upsert(topics, profile("dublin", False, now_seconds()))()
 
     return [
         Act(
             "inventory placed",
             "three clusters known only as ClusterProfiles (KEP-4322, as OCM's hub writes them) are "
             "on the bus since act 1: inventory/edge takes the two with the most free CPU",
-            _upsert(topics, edge_placement()),
+            upsert(topics, edge_placement()),
             (ExpectedDiff(EDGE, ("dublin", "oslo"), trigger="placement"),),
         ),
         Act(
@@ -337,7 +255,7 @@ def rollout_acts(fleet: ExampleFleet, topics: Topics, deployer: DemoDeployer) ->
     rest = ("east-1", "east-2", "edge-2")
 
     def report(status: str, revision: str, message: str) -> Callable[[], list[OutgoingRecord]]:
-        return lambda: [deployer.report(CANARY, status, revision, _now_seconds(), message)]
+        return lambda: [deployer.report(CANARY, status, revision, now_seconds(), message)]
 
     def after(status: str, wait: timedelta, label: str) -> Recheck:
         return Recheck(label, lambda: deployer.last_since(status) + wait)
@@ -347,7 +265,7 @@ def rollout_acts(fleet: ExampleFleet, topics: Topics, deployer: DemoDeployer) ->
         Act(
             "rollout started",
             f"Rollout {API} v1: ProgressivePerGroup over api's decision groups, canary mandatory",
-            _upsert(topics, rollout_document("v1")),
+            upsert(topics, rollout_document("v1")),
             (ExpectedRolloutDiff(API, "v1", (CANARY,), trigger="rollout"),),
             timeout_s=20.0,  # the first act the rollout worker must be ready for (its group joined)
         ),
@@ -378,7 +296,7 @@ def rollout_acts(fleet: ExampleFleet, topics: Topics, deployer: DemoDeployer) ->
         Act(
             "new revision",
             "v2 is published before v1 is done: v1's reports count for nothing, it starts over",
-            _upsert(topics, rollout_document("v2")),
+            upsert(topics, rollout_document("v2")),
             (ExpectedRolloutDiff(API, "v2", (CANARY,), rest, trigger="rollout"),),
         ),
         Act(

@@ -13,7 +13,7 @@ import asyncio
 import time
 from typing import Any
 
-from fleetplace.services.commands.demo import Act, ExpectedDiff, _upsert
+from fleetplace.services.commands.demo_acts import Act, ExpectedDiff, upsert
 from fleetplace.services.scores.local import PROMETHEUS, Exporter, LocalPrometheus, prometheus_missing
 from fleetplace.services.scores.worker import ScoreWorker
 from fleetplace.shared.bus.errors import BusError
@@ -93,7 +93,7 @@ class DemoScores:
         producer = make_producer(self.settings.kafka)
         await start_client(producer)
         try:
-            await send_all(producer, _upsert(self.topics, source)())
+            await send_all(producer, upsert(self.topics, source)())
         finally:
             await producer.stop()
         deadline = time.monotonic() + SETUP_TIMEOUT_S
@@ -138,7 +138,7 @@ def score_acts(scores: DemoScores) -> list[Act]:
             "scores from Prometheus",
             f"a ScoreSource turns {METRIC} in Prometheus into AddOn scores; apps/batch ranks by them "
             f"and goes to {top}, the most free CPU",
-            _upsert(scores.topics, PLACEMENT),
+            upsert(scores.topics, PLACEMENT),
             (ExpectedDiff(BATCH, (top,), trigger="placement"),),
             setup=scores.start,
             detail=lambda: f"{PROMETHEUS}, on a free loopback port, scrapes an exporter every second",

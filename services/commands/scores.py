@@ -64,8 +64,9 @@ def preview(
     import aiohttp
 
     from fleetplace.services.scores.prometheus import Evaluation, evaluate
+    from fleetplace.shared.api.admission import read_score_source
     from fleetplace.shared.api.objects import ObjectError
-    from fleetplace.shared.api.score_sources import ScoreSource, read_score_source
+    from fleetplace.shared.api.score_sources import ScoreSource
     from fleetplace.shared.bus.publish import PublishInputError, load_documents
     from fleetplace.shared.scoring import plan_scores
     from fleetplace.shared.settings import Settings

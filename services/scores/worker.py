@@ -36,8 +36,8 @@ from fleetplace.services.lifecycle import (
 )
 from fleetplace.services.scores.core import Finished, ScoreSources, SourceState, status_value
 from fleetplace.services.scores.prometheus import evaluate
+from fleetplace.shared.api.admission import read_score_source
 from fleetplace.shared.api.objects import ObjectError
-from fleetplace.shared.api.score_sources import read_score_source
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.envelope import HeaderStamp, dead_letter
 from fleetplace.shared.bus.errors import DecodeError

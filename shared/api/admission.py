@@ -21,8 +21,9 @@ from typing import Any, TypeVar
 from fleetplace.shared.api.cluster_profiles import profile_problems
 from fleetplace.shared.api.fields import API_VERSIONS, unknown_fields
 from fleetplace.shared.api.objects import Document, ObjectError, Validation, Warn, object_ref, parse_object
+from fleetplace.shared.api.score_sources import ScoreSource, parse_score_source
 
-__all__ = ["AdmissionError", "admit", "check_fields", "read_document", "read_object"]
+__all__ = ["AdmissionError", "admit", "check_fields", "read_document", "read_object", "read_score_source"]
 
 T = TypeVar("T")
 
@@ -325,3 +326,11 @@ def read_document(
     if fields:
         raise ObjectError(where, object_ref(raw), fields)
     return obj, raw
+
+
+def read_score_source(
+    raw: object, where: str, *, validation: Validation = Validation.STRICT, warn: Warn | None = None
+) -> ScoreSource:
+    """A ScoreSource as `publish` and the score worker read it: fields checked, admitted, parsed."""
+    source, _ = read_document(raw, where, parse_score_source, validation=validation, warn=warn)
+    return source

@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from fleetplace.shared.api.objects import ObjectError, Validation, Warn, object_ref, problems_of
+from fleetplace.shared.api.objects import ObjectError, object_ref, problems_of
 from fleetplace.shared.api.ocm import ObjectMeta, _Model
 from fleetplace.shared.rollout import DurationError, parse_go_duration
 
@@ -34,7 +34,6 @@ __all__ = [
     "SourceError",
     "parse_duration_s",
     "parse_score_source",
-    "read_score_source",
 ]
 
 API_VERSION = "fleetplace.dev/v1alpha1"
@@ -222,14 +221,3 @@ def parse_score_source(raw: object, where: str = "") -> ScoreSource:
         return ScoreSource.model_validate(raw)
     except ValidationError as e:
         raise ObjectError(where, object_ref(raw), problems_of(e)) from None
-
-
-def read_score_source(
-    raw: object, where: str, *, validation: Validation = Validation.STRICT, warn: Warn | None = None
-) -> ScoreSource:
-    """A ScoreSource as `publish` and the score worker read it: fields checked, admitted, parsed."""
-    # admission knows every kind's schema, this one included: imported here, not at the top
-    from fleetplace.shared.api.admission import read_document
-
-    source, _ = read_document(raw, where, parse_score_source, validation=validation, warn=warn)
-    return source

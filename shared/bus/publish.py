@@ -21,10 +21,9 @@ import orjson
 import yaml
 from pydantic import ValidationError
 
-from fleetplace.shared.api.admission import read_document, read_object
+from fleetplace.shared.api.admission import read_document, read_object, read_score_source
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, load_yaml, object_ref, problems_of
 from fleetplace.shared.api.ocm import ClusterTaints, Placement
-from fleetplace.shared.api.score_sources import read_score_source
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.envelope import new_envelope
 from fleetplace.shared.bus.errors import BusError

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from fleetplace.shared.api.admission import read_score_source
 from fleetplace.shared.api.objects import ObjectError
-from fleetplace.shared.api.score_sources import read_score_source
 from fleetplace.shared.bus.publish import Document, PublishInputError, plan_records
 from tests.scoring.builders import source_doc
 
