@@ -11,7 +11,6 @@ published decision is published.
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -38,6 +37,7 @@ from fleetplace.shared.bus.kafka import Batch, BroadcastReader, caught_up, send_
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.logging import get_logger
+from fleetplace.shared.memory import state_loaded
 from fleetplace.shared.placement.options import EngineOptions
 from fleetplace.shared.settings import Settings
 
@@ -57,9 +57,6 @@ EVALUATION_SLICE = 500
 PREPARE_STEP_S = 0.02  # CEL work between two pauses (at least one cluster's verdict)
 PREPARE_PAUSE_S = 0.005
 CONSUME_STEP_S = 0.05  # records applied between two turns of the event loop
-# (young, middle, old) thresholds once the state is loaded: 6% less evaluation time than
-# Python's defaults (700, 10, 10) in the 10,000-placement fan-out after a cluster change
-GC_THRESHOLD = (20_000, 20, 20)
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_INTERVAL_MS = 1000
 # An event loop that stood still this long may have missed enough heartbeats to be expelled from
@@ -269,13 +266,8 @@ class SchedulerWorker:
         if batch.caught_up:
             self._need_catchup = False
             if not self._ready:
-                # the loaded fleet is long-lived: keep the cyclic GC from rescanning it
-                # on every collection (GC pauses dominated evaluation profiles)
-                gc.collect()
-                gc.freeze()
-                # a fan-out allocates millions of short-lived objects: young
-                # collections every GC_THRESHOLD allocations, not every 700
-                gc.set_threshold(*GC_THRESHOLD)
+                # the loaded fleet is long-lived: keep the cyclic GC off it (shared/memory.py)
+                state_loaded()
             self._ready = True
         self._check_stuck(reader)
 

@@ -8,6 +8,8 @@ their ratio to the ManagedCluster run), and one schedule over 1,000 / 5,000 / 20
 
 from __future__ import annotations
 
+import argparse
+import gc
 import resource
 import statistics
 import sys
@@ -21,6 +23,7 @@ from fleetplace.shared.api.cluster_sources import fold_cluster_sources
 from fleetplace.shared.api.objects import parse_object
 from fleetplace.shared.api.ocm import ClusterTaints
 from fleetplace.shared.api.rollouts import Rollout
+from fleetplace.shared.memory import state_loaded
 from fleetplace.shared.placement import PlacementEngine, apply_object, schedule
 from tests.bench.scenario import fleet_objects, placement, spread_placement
 
@@ -47,12 +50,18 @@ def emit(line: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
-def run_placements(n: int, clusters: int = 1000, *, spread: bool = False, profiles: bool = False) -> float:
+def run_placements(
+    n: int, clusters: int = 1000, *, spread: bool = False, profiles: bool = False, gc_policy: bool = True
+) -> float:
     engine = _engine(clusters, profiles=profiles)
     make = spread_placement if spread else placement
     placements = [parse_object(make("bench", i)) for i in range(n)]
     for p in placements:
         apply_object(engine.fleet, p)
+    if gc_policy:
+        state_loaded()  # what the worker does once its state is read (shared/memory.py)
+    else:
+        gc.set_threshold(700, 10, 10)  # Python's defaults
     t0 = time.perf_counter()
     for p in placements:
         result = engine.evaluate(p.key, NOW)  # type: ignore[union-attr]
@@ -68,6 +77,7 @@ def run_placements(n: int, clusters: int = 1000, *, spread: bool = False, profil
             + ("-profiles" if profiles else ""),
             "placements_per_second": round(rate, 1),
             "peak_rss_mb": round(_peak_rss_mb(), 1),
+            **({} if gc_policy else {"gc": "python-defaults"}),
         }
     )
     return rate
@@ -98,6 +108,15 @@ def run_single(clusters: int, repeats: int = 15) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.engine", description=__doc__.split("\n")[0])
+    parser.add_argument("--only", choices=["placements-10000x1000"], help="one run")
+    parser.add_argument(
+        "--no-gc-policy", action="store_true", help="leave the cyclic GC at Python's defaults (A/B)"
+    )
+    args = parser.parse_args()
+    if args.only:
+        run_placements(10000, gc_policy=not args.no_gc_policy)
+        return
     run_placements(1000)
     plain = run_placements(10000)
     spread = run_placements(10000, spread=True)
