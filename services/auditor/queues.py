@@ -191,21 +191,27 @@ class QueuePlacerReplay:
         self._configs = _Configs(self.history, self.processor, self.limits)
         self._taken = 0  # how many of history.app_placements were looked at
         self._last: tuple[datetime, int, int, int, int] | None = None
+        self.unreadable: list[str] = []  # records that are not placements (where, and why)
 
-    def advance(self) -> None:
+    def advance(self) -> tuple[bool, list[PlacementRecord]]:
+        """Take the placements added since the last call: (whether it started again, the
+        placements it mirrored now, in placing order — every one when it started again)."""
         records = self.history.app_placements
         fresh: list[PlacementRecord] = []
+        unreadable: list[str] = []
         for record in records[self._taken :]:
             try:
                 fresh.append(_parse(record, self.limits, self._shared))
-            except (DecodeError, ValueError):
-                continue  # not a placement: `placements_in_order` lists why
+            except (DecodeError, ValueError) as e:
+                unreadable.append(f"app-placements/{record.partition}@{record.offset}: {e}")
         self._taken = len(records)
         fresh.sort(key=lambda p: p.order)
-        if fresh and self._last is not None and fresh[0].order < self._last:
+        restarted = bool(fresh and self._last is not None and fresh[0].order < self._last)
+        if restarted:
             self._restart()
-            fresh, _ = placements_in_order(self.history, self.limits)
+            fresh, unreadable = placements_in_order(self.history, self.limits)
             self._taken = len(records)
+        self.unreadable += unreadable
         for placement in fresh:
             self._configs.advance(placement.watermark)
             self.processor.mirror(placement.value)
@@ -216,6 +222,7 @@ class QueuePlacerReplay:
             if tp[0] == QUEUE_CONFIGS and records_
         }
         self._configs.advance(ends)
+        return restarted, fresh
 
 
 def audit_app_placements(history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> QueueAuditReport:

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from fleetplace.services.auditor.history import History
-from fleetplace.services.auditor.queue_whatif import RecordedApplication, recorded_applications
+from fleetplace.services.auditor.history import History, collection_paused
+from fleetplace.services.auditor.queue_whatif import RecordedApplication, RecordedReader
 from fleetplace.services.auditor.queues import QueuePlacerReplay
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.envelope import format_time
@@ -67,14 +67,16 @@ def placement_json(entry: RecordedApplication) -> dict[str, Any]:
 
 class QueueBook:
     """The queue topics' records, the processor advanced over them, and the recorded placements
-    (rebuilt when asked for after records arrived)."""
+    (brought up to date when asked for after records arrived)."""
 
     def __init__(self, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
         self.history = History()
         self._replay = QueuePlacerReplay(self.history, limits)
         self._stale = False
-        self._recorded: tuple[list[RecordedApplication], list[str]] = ([], [])
+        self._reader = RecordedReader()
+        self._recorded: list[RecordedApplication] = []
+        self._invalid: list[str] = []  # placements whose application is not a valid submission
 
     def add(self, record: Record, prefix: str) -> None:
         """One record of a queue topic (its full name; `prefix` is the deployment's)."""
@@ -82,26 +84,38 @@ class QueueBook:
         self._stale = True
 
     def _refresh(self) -> None:
-        if self._stale:
+        if not self._stale:
+            return
+        # what is built lives on (the tree, the recorded applications): the collector is kept off
+        # it as the store keeps it off the history (collection_paused)
+        with collection_paused():
             self.history.seal()
-            self._replay.advance()
-            self._recorded = recorded_applications(self.history, self.limits)
-            self._stale = False
+            # the placements mirrored now follow those read before, unless the replay started again
+            restarted, placements = self._replay.advance()
+            if restarted:
+                self._reader, self._recorded, self._invalid = RecordedReader(), [], []
+            for placement in placements:
+                try:
+                    self._recorded.append(self._reader.read(placement))
+                except ValueError as e:
+                    self._invalid.append(str(e))
+        self._stale = False
 
     def recorded(self) -> tuple[list[RecordedApplication], list[str]]:
-        """Every recorded placement in placing order, and the records that are not placements."""
+        """Every recorded placement in placing order (as `recorded_applications` reads them), and
+        the records that cannot be used (where, and why)."""
         self._refresh()
-        return self._recorded
+        return self._recorded, [*self._replay.unreadable, *self._invalid]
 
     def trees(self) -> list[PartitionTree]:
         """Each partition's queues now: the configured ones and those placements created (with no
         config read, a placer runs YuniKorn's default one)."""
         self._refresh()
-        if not self._replay.processor.partitions and not self._recorded[0]:
+        if not self._replay.processor.partitions and not self._recorded:
             return []  # no config read and nothing placed: no queue placer runs here
         placer = self._replay.processor.placer
         configured = set(placer.config.partitions)
-        recorded = {r.application.partition or "default" for r in self._recorded[0]}
+        recorded = {r.application.partition or "default" for r in self._recorded}
         out = []
         for name in sorted(configured | recorded):
             queues = placer.queues(name)

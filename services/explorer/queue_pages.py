@@ -15,6 +15,10 @@ from fleetplace.services.explorer.queue_book import PartitionTree
 from fleetplace.services.explorer.templating import render
 from fleetplace.shared.queueing import ConfigProblem
 
+# A config change can move every application recorded: the page lists the first ones, the counts
+# cover them all.
+CHANGES_SHOWN = 200
+
 
 def queues_page(
     trees: Sequence[PartitionTree],
@@ -42,6 +46,7 @@ def queues_page(
         topic_note=topic_note,
         result=result,
         summary=result.summary() if result is not None else {},
+        changes_shown=CHANGES_SHOWN,
         problems=problems,
         error=error,
     )

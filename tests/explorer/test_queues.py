@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiohttp
@@ -15,7 +16,7 @@ import pytest
 import yaml
 from aiohttp.test_utils import TestClient, TestServer
 
-from fleetplace.services.auditor.history import read_history
+from fleetplace.services.auditor.history import History, read_history
 from fleetplace.services.auditor.queue_whatif import (
     QueueWhatIf,
     RecordedApplication,
@@ -23,10 +24,13 @@ from fleetplace.services.auditor.queue_whatif import (
     what_if_queues,
 )
 from fleetplace.services.explorer import Explorer, ExplorerStore, create_app
+from fleetplace.services.explorer.queue_book import QueueBook
+from fleetplace.shared.bus.envelope import format_time
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.queueing import ConfigError, parse_config
 from fleetplace.shared.settings import Settings
+from tests.auditor.test_queue_audit import busy_queue_history
 from tests.explorer.pages import Elements
 from tests.explorer.queue_history import APPS, CONFIG_TEXT, NEXT_CONFIG_TEXT
 
@@ -209,7 +213,7 @@ def _placement(app: dict[str, Any], offset: int, **answer: Any) -> Record:
     value = {
         "applicationID": app["applicationID"],
         **answer,
-        "evaluatedAt": f"2026-01-01T00:00:0{offset}Z",
+        "evaluatedAt": format_time(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=offset)),
         "inputs": {"queue-configs/0": 1, "applications/0": offset + 1},
         "application": app,
     }
@@ -256,3 +260,45 @@ async def test_a_deployment_without_queues_shows_the_page_saying_so() -> None:
     assert "No queue placements recorded." in Elements(text).text
     assert "p.queue-configs" in Elements(text).text  # the topics it would read do not exist
     assert api["partitions"] == [] and api["placements"] == [] and api["topicsExist"] is False
+
+
+@pytest.mark.parametrize("arrival", ["record by record", "placements late and reversed"])
+def test_the_book_reads_placements_as_queues_what_if_reads_them(arrival: str) -> None:
+    q = busy_queue_history()
+    placements = [r for r in q.log if r.topic == "q.app-placements"]
+    if arrival == "record by record":
+        batches = [[r] for r in q.log]
+    else:
+        batches = [[r for r in q.log if r not in placements], *([r] for r in reversed(placements))]
+    book = QueueBook()
+    for batch in batches:
+        for record in batch:
+            book.add(record, "q.")
+        book.recorded()  # brought up to date after each batch, as a live page would
+    assert book.recorded() == recorded_applications(History.of(q.log, prefix="q."))
+    assert book.recorded()[0]
+
+
+async def test_a_what_if_that_changes_many_lists_the_first_and_counts_them_all() -> None:
+    (partition,) = yaml.safe_load(CONFIG_TEXT)["partitions"]
+    apps = [
+        {"applicationID": f"a{i}", "user": "u", "groups": ["dev"], "tags": {"namespace": f"n{i}"}}
+        for i in range(250)
+    ]
+    store = ExplorerStore("p.")
+    store.add(
+        [
+            Record("p.queue-configs", 0, 0, "default", orjson.dumps(partition)),
+            *(
+                _placement(a, i, queue=f"root.tenants.n{i}", rule="tag", created=True)
+                for i, a in enumerate(apps)
+            ),
+        ]
+    )
+    async with TestClient(TestServer(create_app(store))) as client:
+        response = await client.post("/queues/what-if", data={"config": NEXT_CONFIG_TEXT, "partition": ""})
+        text = await response.text()
+    assert response.status == 200
+    assert summary_of(text)["moved"] == 250
+    assert [row[0] for row in change_rows(text)] == [f"a{i}" for i in range(200)]
+    assert "The first 200 of 250 changed applications" in Elements(text).text
