@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetplace.services.auditor.history import History, collection_paused
-from fleetplace.services.auditor.queues import placements_in_order
+from fleetplace.services.auditor.queues import PlacementRecord, placements_in_order
 from fleetplace.shared.api.queues import ApplicationSubmission, PlacementOutcome
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.envelope import format_time, parse_time
@@ -234,33 +234,45 @@ def what_if_queues(
     return out
 
 
+class RecordedReader:
+    """Turns placements (in placing order) into recorded applications; the answers the records
+    repeat are kept once each (placed answers only: rejections carry details)."""
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[object, object], Answer] = {}
+
+    def read(self, p: PlacementRecord) -> RecordedApplication:
+        """ValueError (where, and why) when the record's application is not a valid submission."""
+        value = p.value
+        where = f"app-placements/{p.record.partition}@{p.record.offset}"
+        try:
+            application = ApplicationSubmission.model_validate(value.get("application"))
+        except ValidationError as e:
+            raise ValueError(
+                f"{where}: its application is not a valid submission: {str(e).splitlines()[0]}"
+            ) from None
+        if value.get("rejected"):
+            answer = Answer.from_record(value)
+        else:
+            seen = (value.get("queue"), value.get("rule"))
+            answer = self._answers.get(seen) or self._answers.setdefault(seen, Answer.from_record(value))
+        return RecordedApplication(application, answer, p.now, where)
+
+
 def recorded_applications(
     history: History, limits: DecodeLimits = DEFAULT_LIMITS
 ) -> tuple[list[RecordedApplication], list[str]]:
     """The history's placements in placing order, each with the submission it carries; and the
     records that cannot be used (where, and why)."""
     out: list[RecordedApplication] = []
-    validate = ApplicationSubmission.model_validate
-    # records repeat a few answers: one Answer each (placed answers only: rejections carry details)
-    answers: dict[tuple[object, object], Answer] = {}
+    reader = RecordedReader()
     with collection_paused():
         placements, unreadable = placements_in_order(history, limits)
         for p in placements:
-            value = p.value
-            where = f"app-placements/{p.record.partition}@{p.record.offset}"
             try:
-                application = validate(value.get("application"))
-            except ValidationError as e:
-                unreadable.append(
-                    f"{where}: its application is not a valid submission: {str(e).splitlines()[0]}"
-                )
-                continue
-            if value.get("rejected"):
-                answer = Answer.from_record(value)
-            else:
-                seen = (value.get("queue"), value.get("rule"))
-                answer = answers.get(seen) or answers.setdefault(seen, Answer.from_record(value))
-            out.append(RecordedApplication(application, answer, p.now, where))
+                out.append(reader.read(p))
+            except ValueError as e:
+                unreadable.append(str(e))
     return out, unreadable
 
 
@@ -310,6 +322,7 @@ __all__ = [
     "ChangedApplication",
     "QueueWhatIf",
     "RecordedApplication",
+    "RecordedReader",
     "recorded_applications",
     "recorded_from_lines",
     "what_if_queues",

@@ -171,6 +171,60 @@ def placements_in_order(
     return placements, unreadable
 
 
+class QueuePlacerReplay:
+    """The queue placer's processor over a history that keeps growing (the explorer's): each
+    placement mirrored in placing order under the rule set of its watermark, then the configs
+    read since applied — the queue tree and rule set a worker that read the topics holds.
+
+    `advance` after records were added takes the new placements; one made before a placement
+    already mirrored (another instance's, read late) makes it start again from the beginning.
+    """
+
+    def __init__(self, history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> None:
+        self.history = history
+        self.limits = limits
+        self._shared = _Shared()
+        self._restart()
+
+    def _restart(self) -> None:
+        self.processor = QueueProcessor()
+        self._configs = _Configs(self.history, self.processor, self.limits)
+        self._taken = 0  # how many of history.app_placements were looked at
+        self._last: tuple[datetime, int, int, int, int] | None = None
+        self.unreadable: list[str] = []  # records that are not placements (where, and why)
+
+    def advance(self) -> tuple[bool, list[PlacementRecord]]:
+        """Take the placements added since the last call: (whether it started again, the
+        placements it mirrored now, in placing order — every one when it started again)."""
+        records = self.history.app_placements
+        fresh: list[PlacementRecord] = []
+        unreadable: list[str] = []
+        for record in records[self._taken :]:
+            try:
+                fresh.append(_parse(record, self.limits, self._shared))
+            except (DecodeError, ValueError) as e:
+                unreadable.append(f"app-placements/{record.partition}@{record.offset}: {e}")
+        self._taken = len(records)
+        fresh.sort(key=lambda p: p.order)
+        restarted = bool(fresh and self._last is not None and fresh[0].order < self._last)
+        if restarted:
+            self._restart()
+            fresh, unreadable = placements_in_order(self.history, self.limits)
+            self._taken = len(records)
+        self.unreadable += unreadable
+        for placement in fresh:
+            self._configs.advance(placement.watermark)
+            self.processor.mirror(placement.value)
+            self._last = placement.order
+        ends = {
+            tp: records_[-1].offset + 1
+            for tp, records_ in self.history.partitions.items()
+            if tp[0] == QUEUE_CONFIGS and records_
+        }
+        self._configs.advance(ends)
+        return restarted, fresh
+
+
 def audit_app_placements(history: History, limits: DecodeLimits = DEFAULT_LIMITS) -> QueueAuditReport:
     report = QueueAuditReport()
     placements, report.unreadable = placements_in_order(history, limits)

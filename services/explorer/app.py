@@ -1,7 +1,7 @@
 """The explorer's aiohttp app: pages, a JSON API, server-sent events, and the token check.
 
 Read-only: no route changes anything on the bus (What-if evaluates a submitted spec against the
-fleet in memory). As for the workers' debug routes (services/http.py), the explorer shows the
+fleet in memory; the Queues page's what-if places the recorded applications again in memory). As for the workers' debug routes (services/http.py), the explorer shows the
 fleet, so off loopback it needs a token: `Authorization: Bearer <token>`, or `?token=` once in a
 browser, which sets a same-site cookie.
 """
@@ -21,8 +21,10 @@ from aiohttp import web
 from yarl import URL
 
 from fleetplace.services.auditor.history import DecisionRecord
-from fleetplace.services.explorer import pages, rollout_pages
+from fleetplace.services.auditor.queue_whatif import QueueWhatIf, what_if_queues
+from fleetplace.services.explorer import pages, queue_pages, rollout_pages
 from fleetplace.services.explorer.assets import SCRIPT, STYLESHEET
+from fleetplace.services.explorer.queue_book import PartitionTree, placement_json
 from fleetplace.services.explorer.store import ExplorerStore
 from fleetplace.services.explorer.views import (
     PlacementFilter,
@@ -37,6 +39,7 @@ from fleetplace.shared.api.objects import ObjectError, documents_of, parse_objec
 from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement import schedule
 from fleetplace.shared.placement.explain import result_json
+from fleetplace.shared.queueing import ConfigError, parse_config
 
 Clock = Callable[[], datetime]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -44,6 +47,7 @@ STORE: web.AppKey[ExplorerStore] = web.AppKey("store", ExplorerStore)
 COOKIE = "fleetplace_explorer"
 PAGE_SIZE = 200
 MATRIX_ROWS, MATRIX_COLS = 100, 40
+QUEUE_PLACEMENTS_SHOWN = 200
 HEARTBEAT_S = 15.0
 
 
@@ -474,6 +478,67 @@ def create_app(
             }
         )
 
+    # ---- queues ----------------------------------------------------------------------------
+    def queue_note() -> str | None:
+        if store.queues_topic_exists:
+            return None
+        return (
+            f"The queue placer's topics ({store.prefix}queue-configs, {store.prefix}app-placements) "
+            "do not exist under this prefix yet; queues appear here once they do."
+        )
+
+    async def queues_now() -> tuple[list[PartitionTree], list[dict[str, Any]], int, str]:
+        """The trees, the newest placements (newest first), how many there are, the config in force."""
+
+        def read() -> tuple[list[PartitionTree], list[dict[str, Any]], int, str]:
+            recorded, _ = store.queues.recorded()
+            newest = [placement_json(r) for r in reversed(recorded[-QUEUE_PLACEMENTS_SHOWN:])]
+            return store.queues.trees(), newest, len(recorded), store.queues.config_text()
+
+        return await store.off_loop(read)
+
+    async def queues(_request: web.Request) -> web.Response:
+        trees, newest, total, text = await queues_now()
+        body = queue_pages.queues_page(trees, newest, total, text, "", queue_note())
+        return html("Queues", "queues", body)
+
+    async def api_queues(_request: web.Request) -> web.Response:
+        trees, newest, total, _ = await queues_now()
+        return json(
+            {
+                "version": store.version,
+                "topicsExist": store.queues_topic_exists,
+                "partitions": [t.to_json() for t in trees],
+                "placements": newest,
+                "placementsTotal": total,
+            }
+        )
+
+    async def queues_what_if(request: web.Request) -> web.Response:
+        form = await request.post()
+        text, partition = str(form.get("config", "")), str(form.get("partition", ""))
+        trees, newest, total, _ = await queues_now()
+
+        def page(status: int, **answer: Any) -> web.Response:
+            body = queue_pages.queues_page(trees, newest, total, text, partition, queue_note(), **answer)
+            return html("Queues", "queues", body, live=False, status=status)
+
+        try:
+            config = parse_config(text)
+        except ConfigError as e:
+            return page(400, problems=e.problems)
+        if partition and partition not in config.partitions:
+            known = ", ".join(sorted(config.partitions))
+            return page(400, error=f"the config does not configure partition {partition!r} (it has {known})")
+
+        def evaluate() -> QueueWhatIf:
+            recorded, unreadable = store.queues.recorded()
+            result = what_if_queues(recorded, config, partition=partition or None)
+            result.unreadable = unreadable
+            return result
+
+        return page(200, result=await store.off_loop(evaluate))
+
     # ---- the rest --------------------------------------------------------------------------
     async def index(_request: web.Request) -> web.Response:
         raise web.HTTPFound("/placements")
@@ -520,6 +585,8 @@ def create_app(
     app.router.add_post("/what-if", what_if_post)
     app.router.add_get("/rollouts", rollouts)
     app.router.add_get("/rollouts/{namespace}/{name}", rollout)
+    app.router.add_get("/queues", queues)
+    app.router.add_post("/queues/what-if", queues_what_if)
     app.router.add_get("/api/version", version)
     app.router.add_get("/api/events", events)
     app.router.add_get("/api/placements", api_placements)
@@ -528,6 +595,7 @@ def create_app(
     app.router.add_get("/api/fleet", api_fleet)
     app.router.add_get("/api/rollouts", api_rollouts)
     app.router.add_get("/api/rollouts/{namespace}/{name}", api_rollout)
+    app.router.add_get("/api/queues", api_queues)
 
     async def favicon(_request: web.Request) -> web.Response:
         # browsers ask for it on every page: nothing to show, and no 404 to log

@@ -73,6 +73,13 @@ ul.chips { display:flex; flex-wrap:wrap; gap:4px; list-style:none; padding:0; ma
 .chip { padding:0 8px; border-radius:10px; border:1px solid var(--line); font-size:12px; white-space:nowrap; }
 ul.next { margin:4px 0; padding-left:20px; }
 h3 { font-size:14px; margin:12px 0 4px; }
+table.queues td[class^="depth-"] { white-space:nowrap; }
+.depth-1 { padding-left:24px; } .depth-2 { padding-left:40px; } .depth-3 { padding-left:56px; }
+.depth-4 { padding-left:72px; } .depth-5 { padding-left:88px; } .depth-6 { padding-left:104px; }
+.depth-7 { padding-left:120px; } .depth-8 { padding-left:136px; }
+table.placements td, table.changes td { overflow-wrap:break-word; }
+details.why summary { cursor:pointer; color:var(--accent); } details.why ul { margin:2px 0; padding-left:18px; }
+ul.problems { margin:4px 0; padding-left:20px; color:var(--bad); } ul.problems code { font-size:13px; }
 @media (max-width: 760px) {
   .grid2, .what-if { grid-template-columns:1fr; }
   .wide-only { display:none; }

@@ -52,6 +52,7 @@ NAV = (
     ("matrix", "/fleet/matrix", "Matrix"),
     ("what-if", "/what-if", "What-if"),
     ("rollouts", "/rollouts", "Rollouts"),
+    ("queues", "/queues", "Queues"),
 )
 PALETTE = 8
 CONDITIONS = ("", "Satisfied", "Unsatisfied", "Misconfigured", "Deleted")

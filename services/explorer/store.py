@@ -2,7 +2,8 @@
 
 Fed by `follow` (services/explorer/source.py) with every record of the scheduler's inputs and of
 `decisions`, in the order a BroadcastReader hands them out, and with the rollout topics' records,
-which go to the rollout book (services/rollout/book.py). It keeps them in the auditor's
+which go to the rollout book (services/rollout/book.py), and with the queue placer's topics,
+which go to the queue book (services/explorer/queue_book.py). It keeps them in the auditor's
 `History`, so an explanation is recomputed exactly as `fleetplace explain` does, and one
 `SourceReplay` advanced to the end of what was read, whose fleet is the fleet *now* (the Fleet
 and What-if pages) and whose decisions are the decisions in force.
@@ -20,6 +21,7 @@ from fleetplace.services.auditor.explain import Explanation
 from fleetplace.services.auditor.history import DecisionRecord, History, collection_paused
 from fleetplace.services.auditor.replay import SourceReplay
 from fleetplace.services.explorer.explainer import Explainer
+from fleetplace.services.explorer.queue_book import QUEUE_TOPICS, QueueBook
 from fleetplace.services.rollout.book import ROLLOUT_TOPICS, RolloutBook
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.kafka import TP
@@ -52,6 +54,8 @@ class ExplorerStore:
         self.caught_up = False
         self.rollouts_topic_exists = False
         self.rollouts = RolloutBook(limits)
+        self.queues_topic_exists = False
+        self.queues = QueueBook(limits)
         self._ends: dict[TP, int] = {}  # short topic name -> next offset read
         self._now = SourceReplay(self.history, limits, engine)
         self._timeline: dict[str, list[DecisionRecord]] = {}
@@ -75,6 +79,9 @@ class ExplorerStore:
             added = True
             if topic in ROLLOUT_TOPICS:
                 self.rollouts.add(topic, record)
+                continue
+            if topic in QUEUE_TOPICS:
+                self.queues.add(record, self.prefix)
                 continue
             count = len(history.decisions)
             history.add(record, self.prefix, self.limits)
@@ -216,4 +223,5 @@ class ExplorerStore:
             "placements": len(self.placement_keys()),
             "clusters": len(self.fleet.clusters),
             "rollouts": len(self.rollouts.rollout_keys()),
+            "appPlacements": len(self.queues.history.app_placements),
         }

@@ -12,7 +12,7 @@ import pytest
 
 from fleetplace.services.auditor import audit, read_history
 from fleetplace.services.auditor.history import History
-from fleetplace.services.auditor.queues import audit_app_placements
+from fleetplace.services.auditor.queues import QueuePlacerReplay, audit_app_placements
 from fleetplace.services.queue_placer.worker import QueueProcessor
 from fleetplace.shared.api.decisions import AppPlacementRecord
 from fleetplace.shared.api.queues import ApplicationSubmission
@@ -161,3 +161,31 @@ def test_the_queue_workers_placements_reproduce_and_a_forged_one_fails_the_audit
     report = audit(asyncio.run(read_history(broker, Topics(target))))
     assert [(m.application, m.fields) for m in report.queues.mismatches] == [("b2", ["queue"])]
     assert not report.ok
+
+
+def _placer_state(processor: QueueProcessor) -> tuple[str, dict[str, Any]]:
+    queues = {
+        name: dict(processor.placer.queues(name)) for name in ("default", *processor.placer.config.partitions)
+    }
+    return processor.version, queues
+
+
+@pytest.mark.parametrize("arrival", ["at once", "record by record", "placements late and reversed"])
+def test_the_growing_replay_holds_the_placers_tree_and_rule_set(arrival: str) -> None:
+    q = busy_queue_history()
+    history = History()
+    replay = QueuePlacerReplay(history)
+    if arrival == "at once":
+        batches = [q.log]
+    elif arrival == "record by record":
+        batches = [[r] for r in q.log]
+    else:  # configs first, then the placements newest first: each one older than the last mirrored
+        placements = [r for r in q.log if r.topic == PREFIX + "app-placements"]
+        batches = [[r for r in q.log if r not in placements], *([r] for r in reversed(placements))]
+    for batch in batches:
+        for record in batch:
+            history.add(record, PREFIX)
+        history.seal()
+        replay.advance()
+    assert _placer_state(replay.processor) == _placer_state(q.processor)
+    assert "root.red" in replay.processor.placer.queues("default")  # a queue a placement created

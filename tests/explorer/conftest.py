@@ -1,7 +1,9 @@
-"""The known history the explorer's tests read: the demo's fleet and acts, played once per module.
+"""The known history the explorer's tests read: the demo's fleet and acts, played once per module,
+and a queue placer's history beside it (tests/explorer/queue_history.py).
 
 `demo_settings` are settings pointing at that history (its topic prefix on the test broker); the
-scheduler worker is stopped again, so the history does not change unless a test changes it.
+scheduler and queue placer are stopped again, so the history does not change unless a test
+changes it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from rich.console import Console
 from fleetplace.services.commands.demo import FLEET_FILE, Demo, ExampleFleet
 from fleetplace.shared.settings import KafkaSettings, Settings
 from fleetplace.shared.testing import unique_topic_prefix
+from tests.explorer import queue_history
 
 
 def demo_settings_for(bootstrap: str) -> Settings:
@@ -36,4 +39,5 @@ def demo_settings(broker: str) -> Iterator[Settings]:
     demo = Demo(Console(file=io.StringIO(), width=120), settings, ExampleFleet(FLEET_FILE))
     results = asyncio.run(demo.run())
     assert [r.ok for r in results] == [True] * len(demo.acts), [r.title for r in results if not r.ok]
+    asyncio.run(queue_history.play(broker, settings.topic_prefix))
     yield settings

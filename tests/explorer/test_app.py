@@ -46,6 +46,7 @@ PAGES = (
     "/fleet/matrix?sort=uses&psort=size",
     "/what-if?placement=apps/web",
     "/rollouts",
+    "/queues",
 )
 
 
@@ -71,7 +72,7 @@ async def test_every_page_renders_with_the_navigation(explorer: Explorer) -> Non
         assert status == 200, (path, text[:500])
         page = Elements(text)
         links = {a["href"] for a in page.with_attr("href")}
-        assert {"/placements", "/fleet", "/fleet/matrix", "/what-if", "/rollouts"} <= links, path
+        assert {"/placements", "/fleet", "/fleet/matrix", "/what-if", "/rollouts", "/queues"} <= links, path
 
 
 async def test_no_page_needs_what_its_content_security_policy_forbids(explorer: Explorer) -> None:

@@ -26,6 +26,7 @@ from fleetplace.services.explorer import Explorer
 from fleetplace.services.testing import running_scheduler
 from fleetplace.shared.settings import KafkaSettings, Settings
 from fleetplace.shared.testing import create_topics, unique_topic_prefix
+from tests.explorer.queue_history import APPS, NEXT_CONFIG_TEXT
 from tests.explorer.rollout_history import play
 from tests.rollout_worker.harness import RolloutBus, running, settings_for
 
@@ -102,6 +103,7 @@ def browser() -> Iterator[Any]:
         f"--user-data-dir={profile.name}",
     ):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for console_errors
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(str(CHROMEDRIVER)))
     driver.set_window_size(1280, 800)
     try:
@@ -109,6 +111,23 @@ def browser() -> Iterator[Any]:
     finally:
         driver.quit()
         profile.cleanup()
+
+
+def console_errors(driver: Any) -> list[str]:
+    """The console's errors since the last call (a failed request, a script error, a CSP refusal)."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+# What would scroll sideways: a table or cell wider than its box inside `root`, or the page itself.
+OVERFLOWING = """
+const root = document.querySelector(arguments[0]);
+const boxes = root.querySelectorAll(".scroll, th, td");
+const out = [...boxes].filter((el) => el.scrollWidth > el.clientWidth)
+  .map((el) => el.tagName + ": " + el.textContent.slice(0, 60));
+const page = document.documentElement;
+if (page.scrollWidth > page.clientWidth) { out.push("the page"); }
+return out;
+"""
 
 
 def _shot(driver: Any, name: str) -> None:
@@ -191,17 +210,7 @@ def test_a_user_finds_why_web_moved_and_the_fleet_matrix(demo_settings: Settings
         assert len(picked.text.split()) == 1  # one of today's two prod clusters
         assert "removed −" in browser.find_element(By.ID, "what-if-result").text
         # at 1,400 px the result fits: no table scrolls sideways, no reason is cut
-        overflowing = browser.execute_script(
-            """
-            const boxes = document.querySelectorAll(
-              "#what-if-result .scroll, #what-if-result th, #what-if-result td");
-            const out = [...boxes].filter((el) => el.scrollWidth > el.clientWidth)
-              .map((el) => el.tagName + ": " + el.textContent.slice(0, 60));
-            const page = document.documentElement;
-            if (page.scrollWidth > page.clientWidth) { out.push("the page"); }
-            return out;
-            """
-        )
+        overflowing = browser.execute_script(OVERFLOWING, "#what-if-result")
         assert overflowing == [], overflowing
         _shot(browser, "what-if")
         browser.set_window_size(1280, 800)
@@ -273,3 +282,44 @@ def test_a_user_follows_a_rollout_group_by_group(rollout_settings: Settings, bro
         browser.get(url + "/rollouts/apps/web")
         wait.until(expected_conditions.presence_of_element_located((By.ID, "rollout-timeline")))
         _shot(browser, "rollout-narrow")
+
+
+def test_a_user_reads_the_queues_and_tries_a_rule_change(demo_settings: Settings, browser: Any) -> None:
+    wait = WebDriverWait(browser, 15)
+    browser.set_window_size(1400, 900)
+    with explorer_thread(demo_settings) as url:
+        browser.get(url + "/placements")
+        browser.find_element(By.LINK_TEXT, "Queues").click()
+        wait.until(expected_conditions.url_contains("/queues"))
+        created = wait.until(
+            expected_conditions.presence_of_element_located(
+                (By.CSS_SELECTOR, 'tr[data-queue="root.tenants.web"]')
+            )
+        )
+        assert "created by a placement" in created.text
+        configured = browser.find_element(By.CSS_SELECTOR, 'tr[data-queue="root.batch"][data-dynamic]')
+        assert "configured" in configured.text
+        rows = browser.find_elements(By.CSS_SELECTOR, "#queue-placements tr[data-app]")
+        assert len(rows) == len(APPS)
+        refused = browser.find_element(By.CSS_SELECTOR, 'tr[data-app="gpu-job"]')
+        assert "rejected" in refused.text and "unknown-partition" in refused.text
+        assert browser.execute_script(OVERFLOWING, "main") == []
+        assert console_errors(browser) == []
+        _shot(browser, "queues")
+
+        # the change under review, typed into the form over the config in force
+        config = browser.find_element(By.ID, "config")
+        assert "root.tenants" in config.get_attribute("value")
+        config.clear()
+        config.send_keys(NEXT_CONFIG_TEXT)
+        browser.find_element(By.CSS_SELECTOR, 'form[action="/queues/what-if"] button').click()
+        summary = wait.until(
+            expected_conditions.visibility_of_element_located((By.ID, "queue-what-if-summary"))
+        )
+        assert summary.get_attribute("data-summary-moved") != "0"
+        moved = browser.find_element(By.CSS_SELECTOR, 'tr[data-change-app="web-build-42"]')
+        assert "root.tenants.web" in moved.text and "root.teams.web" in moved.text
+        browser.execute_script("document.getElementById('queue-what-if-result').scrollIntoView()")
+        assert browser.execute_script(OVERFLOWING, "main") == []
+        assert console_errors(browser) == []
+        _shot(browser, "queues-what-if")
