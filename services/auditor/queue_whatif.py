@@ -179,11 +179,14 @@ def what_if_queues(
     since: datetime | None = None,
     last: int | None = None,
     progress: Progress | None = None,
+    freeze: bool = True,
 ) -> QueueWhatIf:
     """Place `recorded` (in placing order) again under `config` and compare the answers.
 
     `partition` limits the what-if to one of the config's partitions; `since` reports the
-    applications recorded at or after that time, `last` the last N of those replayed.
+    applications recorded at or after that time, `last` the last N of those replayed. `freeze`:
+    what the run built is frozen out of the cyclic GC afterwards (a command that exits next);
+    a long-running server passes False, so each run's placer is freed with its result.
     ValueError when `partition` is not one of the config's.
     """
     if partition is not None and partition not in config.partitions:
@@ -197,7 +200,7 @@ def what_if_queues(
     recorded_queues = {(r.application.partition or DEFAULT_PARTITION, r.answer.queue) for r in replay}
     created: dict[tuple[str, str], None] = {}  # an insertion-ordered set
     # what the loop builds lives on (changes, the placer's queues): keep the collector off it
-    with collection_paused():
+    with collection_paused(freeze=freeze):
         for i, entry in enumerate(replay):
             app = entry.application
             outcome = placer.place(app)

@@ -533,7 +533,8 @@ def create_app(
 
         def evaluate() -> QueueWhatIf:
             recorded, unreadable = store.queues.recorded()
-            result = what_if_queues(recorded, config, partition=partition or None)
+            # freeze=False: a server runs many what-ifs, and each result's placer must be freed
+            result = what_if_queues(recorded, config, partition=partition or None, freeze=False)
             result.unreadable = unreadable
             return result
 
