@@ -60,7 +60,7 @@ RETOLD = (
     "A cluster the rollout listed for roll-out is passed to the rollout function only once the "
     "worker has read its deployer's report (docs/rollouts.md). When the worker reads one step's "
     "reports in two turns, the mandatory phase lists only the clusters whose reports it has read "
-    "(the rollout spec's odd part 14), so one diff drops the others and a later one adds them "
+    "(docs/rollouts.md#mandatory-groups), so one diff drops the others and a later one adds them "
     "again. A defect of the worker, not of the faults."
 )
 PLACEMENT = "fleet"
