@@ -58,11 +58,13 @@ unit: $(NATIVE)
 
 test: lint typecheck unit
 
-# Fault injection on real processes (tests/faults): every scenario, figures as JSON lines.
+# Fault injection on real processes (tests/faults): every scenario of the scheduler and of the
+# rollout loop, figures as JSON lines.
 faults: $(NATIVE)
 	$(BIN)/pytest -m faults -s -p no:cacheprovider tests/faults
 
-# 100,000 hostile records into a scheduler worker (tests/fuzz), figures as a JSON line.
+# 100,000 hostile records into a scheduler worker, 50,000 into a rollout worker and a flood of
+# 100,000 identical reports (tests/fuzz), figures as JSON lines.
 fuzz: $(NATIVE)
 	$(BIN)/pytest -m slow -s -p no:cacheprovider tests/fuzz
 

@@ -58,6 +58,12 @@ ROLLOUT_STATUS = "rollout-status"
 ROLLOUT_DECISIONS = "rollout-decisions"
 
 TRIGGER_KINDS = ("rollout", "status", "placement", "recheck", "startup")
+# Why a report that was applied moved no rollout (`fleetplace_rollout_reports_ignored_total`):
+# - unchanged: the same revision, status and transition time as the one held (a repeated report);
+# - no-rollout: no rollout of that key is held (deleted, or not published yet: the report is kept
+#   and counts once the rollout arrives);
+# - other-revision: neither it nor the report it replaces is of the rollout's revision.
+IGNORED_REASONS = ("unchanged", "no-rollout", "other-revision")
 # What a deployer reports as done: a rollout is complete when every placed cluster is one of these.
 _DONE = (RolloutStatus.SUCCEEDED, RolloutStatus.SKIP)
 
@@ -187,8 +193,16 @@ def decision_groups_of(value: Mapping[str, Any]) -> tuple[DecisionGroup, ...]:
 class RolloutProcessor:
     """State and decisions of the rollout worker: apply records, evaluate what they marked."""
 
-    def __init__(self, owns: Callable[[str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        owns: Callable[[str], bool] | None = None,
+        on_ignored: Callable[[str], None] | None = None,
+    ) -> None:
         self.owns: Callable[[str], bool] = owns if owns is not None else (lambda key: True)
+        # called with one of IGNORED_REASONS for each applied report that marks no rollout
+        self.on_ignored: Callable[[str], None] = (
+            on_ignored if on_ignored is not None else (lambda reason: None)
+        )
         self.rollouts: dict[str, HeldRollout] = {}
         self.placements: dict[str, tuple[DecisionGroup, ...]] = {}
         self.reports: dict[str, dict[str, HeldReport]] = {}  # rollout key -> cluster -> report
@@ -225,6 +239,7 @@ class RolloutProcessor:
         old = held.get(cluster)
         if value is None:
             if old is None:
+                self.on_ignored("unchanged")
                 return
             del held[cluster]
         else:
@@ -241,16 +256,21 @@ class RolloutProcessor:
                 raise InvalidRecord(f"rollout-status {key}: no lastTransitionTime and no record timestamp")
             new = (report.revision, RolloutStatus(report.status).value, since.unix_nanos)
             if new == old:
+                self.on_ignored("unchanged")
                 return
             held[cluster] = new
         current = self.rollouts.get(rollout_key)
-        revision = current.rollout.spec.revision if current is not None else None
+        if current is None:
+            self.on_ignored("no-rollout")
+            return
         # a report of another revision counts as no report: changing it changes nothing
-        if revision is not None and revision in (
+        if current.rollout.spec.revision in (
             old[0] if old else None,
             held[cluster][0] if cluster in held else None,
         ):
             self.mark(rollout_key, Trigger("status", key))
+        else:
+            self.on_ignored("other-revision")
 
     def _apply_placement(self, key: str, value: Mapping[str, Any] | None) -> None:
         groups = None if value is None else decision_groups_of(value)

@@ -29,7 +29,7 @@ from fleetplace.services.lifecycle import (
     WorkerRuntime,
     run_until_signalled,
 )
-from fleetplace.services.rollout.core import RolloutChange, RolloutProcessor
+from fleetplace.services.rollout.core import IGNORED_REASONS, RolloutChange, RolloutProcessor
 from fleetplace.services.rollout.ingest import ingest
 from fleetplace.shared.bus.codec import DecodedRecord, DecodeLimits, encode_json
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
@@ -68,6 +68,14 @@ class _Metrics:
             ["topic"],
             registry=registry,
         )
+        self.reports_ignored = Counter(
+            "fleetplace_rollout_reports_ignored_total",
+            "Deployer reports applied that moved no rollout",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in IGNORED_REASONS:
+            self.reports_ignored.labels(reason)
         self.timers = Gauge("fleetplace_timers_pending", "Recheck timers pending", registry=registry)
 
 
@@ -85,7 +93,9 @@ class RolloutWorker:
         self.registry = CollectorRegistry()
         self.metrics = _Metrics(self.registry)
         self.clock = Clock(settings.clock)
-        self.processor = RolloutProcessor(owns=self._owns)
+        self.processor = RolloutProcessor(
+            owns=self._owns, on_ignored=lambda reason: self.metrics.reports_ignored.labels(reason).inc()
+        )
         self._partitions = 0  # of the rollout topics
         self._assigned: set[int] = set()  # partition numbers, the same for every group topic
         self._next: dict[str, int] = {}  # "<topic>/<partition>" -> next offset, for `inputs`

@@ -8,6 +8,8 @@ cluster. docs/rollouts.md describes both.
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -31,6 +33,7 @@ __all__ = [
 ]
 
 API_VERSION = "fleetplace.dev/v1alpha1"
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
 
 # What a deployer may report; ToApply and TimeOut are the rollout's own words, never reported.
 ReportedStatus = Literal["Progressing", "Succeeded", "Failed", "Skip"]
@@ -98,6 +101,18 @@ class RolloutStatusReport(_Model):
     status: ReportedStatus
     last_transition_time: Time | None = None
     message: str | None = None
+
+    @field_validator("last_transition_time", mode="before")
+    @classmethod
+    def _time_is_text(cls, v: Any) -> Any:
+        # metav1.Time is an RFC 3339 date-time on the wire, as Go parses it: a number, a date
+        # alone or a time without its offset is an error there, and read leniently ("1234" as
+        # seconds since 1970) it would move a soak or a deadline by decades
+        if isinstance(v, datetime) or v is None:
+            return v
+        if not isinstance(v, str) or _RFC3339.fullmatch(v) is None:
+            raise ValueError(f"lastTransitionTime must be an RFC 3339 date-time, got {v!r}")
+        return v
 
     def to_value(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

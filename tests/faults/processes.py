@@ -191,7 +191,8 @@ class FaultyBroker:
 
 
 class WorkerProcess:
-    """`fleetplace worker scheduler` as deployed: its own process, JSON logs to a file, metrics over HTTP."""
+    """`fleetplace worker <kind>` (scheduler by default) as deployed: its own process, JSON logs to
+    a file, metrics over HTTP."""
 
     def __init__(
         self,
@@ -203,7 +204,9 @@ class WorkerProcess:
         *,
         clock: str | None = None,
         env: Mapping[str, str] | None = None,
+        kind: str = "scheduler",
     ) -> None:
+        self.kind = kind
         self.bootstrap = bootstrap
         self.prefix = prefix
         self.group = group
@@ -239,7 +242,7 @@ class WorkerProcess:
             "-m",
             "fleetplace.services.cli",
             "worker",
-            "scheduler",
+            self.kind,
             "--bootstrap",
             self.bootstrap,
             "--prefix",

@@ -304,6 +304,12 @@ async def audit(bootstrap: str, prefix: str, timeout: float = 300) -> dict[str, 
     except orjson.JSONDecodeError:
         return {"ok": False, "error": f"exit {process.returncode}: {err.decode(errors='replace')[-500:]}"}
     summary = {k: report.get(k) for k in ("ok", "records", "checked", "reproduced", "mismatched")}
+    rollouts = report.get("rollouts") or {}
+    summary["rollouts"] = {k: rollouts.get(k) for k in ("ok", "checked", "reproduced", "mismatched")}
+    if rollouts and not rollouts.get("ok"):
+        summary["rollouts"]["first"] = (
+            rollouts.get("mismatches") or rollouts.get("seqProblems") or rollouts.get("invalidRecords") or []
+        )[:3]
     if not report.get("ok"):
         summary["first"] = (
             report.get("mismatches") or report.get("seqProblems") or report.get("invalidRecords")
