@@ -162,10 +162,11 @@ class Settings(BaseSettings):
     prefer_no_select: Literal["ignore", "penalize"] = "ignore"
 
     # Outputs beside the decisions (docs/cluster-inventory.md): SIG-Multicluster PlacementDecision
-    # slices on their own topic, the namespace their references give a ManagedCluster's profile
-    # (empty: the placement's), and the decision reason in OCM's own PlacementDecisions (OCM
-    # leaves it empty; off, so that output stays as OCM writes it).
-    sigmc_decisions: bool = True
+    # slices on their own topic (off unless asked for: every changed decision then writes a second,
+    # larger record), the namespace their references give a ManagedCluster's profile (empty: the
+    # placement's), and the decision reason in OCM's own PlacementDecisions (OCM leaves it empty;
+    # off, so that output stays as OCM writes it).
+    sigmc_decisions: bool = False
     sigmc_cluster_namespace: str = ""
     ocm_decision_reasons: bool = False
 

@@ -127,7 +127,10 @@ async def test_the_worker_publishes_slices_exactly_when_the_decision_changes(
 
     task = asyncio.create_task(follow())
     try:
-        async with Bus(broker, topics) as bus, running(settings_for(broker, topics.prefix)):
+        async with (
+            Bus(broker, topics) as bus,
+            running(settings_for(broker, topics.prefix, sigmc_decisions=True)),
+        ):
             await bus.publish(*base_fleet(), *[profile(f"c{i:03d}") for i in range(150)])
             await bus.publish(placement("ns1", "web"))
             await bus.wait_for(
@@ -159,3 +162,12 @@ async def test_the_worker_publishes_slices_exactly_when_the_decision_changes(
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await reader.stop()
+
+
+@pytest.mark.integration
+async def test_no_slice_is_written_unless_asked_for(broker: str, topics: Topics) -> None:
+    async with Bus(broker, topics) as bus, running(settings_for(broker, topics.prefix)):
+        await bus.publish(*base_fleet(), profile("c1"), placement("ns1", "web"))
+        await bus.wait_for(lambda: "ns1/web" in bus.latest(), what="the decision")
+    async with BroadcastReader(broker, [topics.sigmc_placement_decisions]) as reader:
+        assert await reader.read_to_end() == []
