@@ -396,6 +396,7 @@ class Demo:
             from fleetplace.services.commands.demo_scores import score_acts as scores_script
 
             self.scores = DemoScores(settings)
+            self.scores.scheduler_holds = self._scheduler_scores
             self.acts += scores_script(self.scores)
         self.feed = DecisionFeed(settings.kafka, self.topics)
         self.worker: SchedulerWorker | None = None
@@ -469,6 +470,12 @@ class Demo:
             ]
             console.print(f"   [bold red]✘ {escape('; '.join(what))}[/bold red]")
         return ActResult(act.title, act.expected, tuple(seen), seconds, ok)
+
+    def _scheduler_scores(self, resource: str) -> int:
+        """How many AddOnPlacementScores of `resource` the demo's scheduler has read."""
+        if self.worker is None:
+            return 0
+        return sum(1 for _, name in self.worker.processor.fleet.scores if name == resource)
 
     def _start_worker(self) -> None:
         self.worker = SchedulerWorker(self.settings, instance="demo-scheduler")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from fleetplace.services.commands.demo_acts import Act, ExpectedDiff, upsert
@@ -75,6 +76,9 @@ class DemoScores:
         self.prometheus: LocalPrometheus | None = None
         self.worker: ScoreWorker | None = None
         self._task: asyncio.Task[None] | None = None
+        # how many scores of a resource the scheduler holds (set by the demo): the placement is
+        # published only once the scheduler has read them, or it would be decided without them
+        self.scheduler_holds: Callable[[str], int] | None = None
 
     async def start(self) -> None:
         """Serve the metric, start Prometheus and the score worker, publish the ScoreSource, and
@@ -97,7 +101,10 @@ class DemoScores:
         finally:
             await producer.stop()
         deadline = time.monotonic() + SETUP_TIMEOUT_S
-        while self.worker.published < len(FREE_CPU):
+        resource = str(SOURCE["spec"]["score"]["resource"])
+        while self.worker.published < len(FREE_CPU) or (
+            self.scheduler_holds is not None and self.scheduler_holds(resource) < len(FREE_CPU)
+        ):
             if self._task.done():
                 self._task.result()
                 raise BusError("the score worker stopped unexpectedly")
