@@ -153,7 +153,9 @@ async def running(settings: Settings, instance: str = "scores") -> AsyncIterator
         yield worker
     finally:
         worker.stop()
-        await asyncio.wait_for(task, 30)
+        # a graceful stop finishes the evaluation in flight and leaves the group: on a loaded
+        # machine that has taken longer than 30 s once
+        await asyncio.wait_for(task, 90)
 
 
 def metric(worker: ScoreWorker, name: str, **labels: str) -> float:
