@@ -106,9 +106,7 @@ class QueueWorker:
         self.topics = Topics(settings.topic_prefix)
         self.source = f"fleetplace/{instance}"
         self.instance = instance
-        self.limits = DecodeLimits(
-            max_record_bytes=settings.max_record_bytes, max_depth=settings.max_json_depth
-        )
+        self.limits = DecodeLimits.from_settings(settings)
         self.state = QueueProcessor()
         self.registry = CollectorRegistry()
         self.placed_total = Counter(

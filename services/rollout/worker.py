@@ -87,9 +87,7 @@ class RolloutWorker:
         self.topics = Topics(settings.topic_prefix)
         self.instance = instance
         self.source = f"fleetplace/{instance}"
-        self.limits = DecodeLimits(
-            max_record_bytes=settings.max_record_bytes, max_depth=settings.max_json_depth
-        )
+        self.limits = DecodeLimits.from_settings(settings)
         self.registry = CollectorRegistry()
         self.metrics = _Metrics(self.registry)
         self.clock = Clock(settings.clock)
