@@ -69,7 +69,8 @@ from fleetplace.shared.bus.kafka import (
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import DEFAULT_WORK_PARTITIONS, Topics
 from fleetplace.shared.testing import create_topics, running_broker
-from tests.bench.scenario import fleet_objects, placement, profile_of
+from tests.api.profiles import profile_of
+from tests.bench.scenario import fleet_objects, placement
 
 CLUSTERS = 1000
 NAMESPACE = "bench"
@@ -383,7 +384,7 @@ async def run_changes(
         obj = orjson.loads(orjson.dumps(fleet[target]))
         obj["status"]["allocatable"]["cpu"] = str(low if k % 2 == 0 else high)
         if profiles:
-            obj = profile_of(obj)
+            obj = profile_of(obj, "bench")
         await settle(decisions, http_ports)
         evaluated_before, built_before = await asyncio.to_thread(counts, http_ports)
         first = len(decisions.arrivals)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from tests.api.profiles import profile_of
+
 GROUP = "cluster.open-cluster-management.io"
 
 
@@ -97,49 +99,12 @@ def placement(namespace: str, i: int) -> dict[str, Any]:
     }
 
 
-FLEET_RESOURCES = "resources.kubernetes-fleet.io"
-
-
-def profile_of(managed: dict[str, Any], namespace: str = "bench") -> dict[str, Any]:
-    """The ClusterProfile an inventory publishes for this ManagedCluster (docs/cluster-inventory.md):
-    labels verbatim, KubeFleet's resource properties, a healthy control plane."""
-    status = managed["status"]
-    properties = [
-        {"name": f"{FLEET_RESOURCES}/{name}", "value": status[where][resource]}
-        for name, where, resource in (
-            ("allocatable-cpu", "allocatable", "cpu"),
-            ("allocatable-memory", "allocatable", "memory"),
-            ("total-cpu", "capacity", "cpu"),
-            ("total-memory", "capacity", "memory"),
-        )
-    ]
-    name = managed["metadata"]["name"]
-    return {
-        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
-        "kind": "ClusterProfile",
-        "metadata": {"namespace": namespace, "name": name, "labels": dict(managed["metadata"]["labels"])},
-        "spec": {"displayName": name, "clusterManager": {"name": "bench"}},
-        "status": {
-            "conditions": [
-                {
-                    "type": "ControlPlaneHealthy",
-                    "status": "True",
-                    "reason": "Healthy",
-                    "message": "",
-                    "lastTransitionTime": "2026-11-01T00:00:00Z",
-                }
-            ],
-            "properties": properties,
-        },
-    }
-
-
 def fleet_objects(clusters: int, seed: int = 7, *, profiles: bool = False) -> list[dict[str, Any]]:
     """The fleet: its clusters as ManagedClusters, or (`profiles`) as the ClusterProfiles of them."""
     rng = random.Random(seed)
     objs: list[dict[str, Any]] = [cluster_set(), binding("bench")]
     for i in range(clusters):
         managed = cluster(i, rng)
-        objs.append(profile_of(managed) if profiles else managed)
+        objs.append(profile_of(managed, "bench") if profiles else managed)
         objs.append(score(i, rng))
     return objs
