@@ -22,7 +22,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
-from fleetplace.shared.api.cluster_profiles import ClusterProfile, chosen_document, managed_cluster_document
+from fleetplace.shared.api.cluster_profiles import (
+    ClusterProfile,
+    chosen_document,
+    managed_cluster_document,
+    winning_namespace,
+)
 from fleetplace.shared.api.cluster_sources import merged_taints
 from fleetplace.shared.api.decisions import SCHEMA_VERSION, DecisionDiff, DecisionGroup, DecisionTrigger
 from fleetplace.shared.api.objects import ObjectError, parse_object
@@ -767,7 +772,7 @@ class SchedulerProcessor:
         it is read from, or for a ManagedCluster the operator's setting (else the placement's)."""
         profiles = self._profiles.get(cluster)
         if profiles and cluster not in self._managed:
-            return min(profiles)
+            return winning_namespace(profiles)
         return self.options.sigmc_cluster_namespace or placement_namespace
 
     def sigmc_changes(self, key: str, pending: Pending | None) -> list[tuple[str, dict[str, Any] | None]]:

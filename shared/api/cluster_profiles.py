@@ -21,7 +21,7 @@ name that several sources describe.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -39,6 +39,7 @@ __all__ = [
     "chosen_document",
     "managed_cluster_document",
     "profile_problems",
+    "winning_namespace",
 ]
 
 PROFILE_GROUP = "multicluster.x-k8s.io"
@@ -227,4 +228,9 @@ def chosen_document(
         return managed
     if not profiles:
         return None
-    return profiles[min(profiles)]
+    return profiles[winning_namespace(profiles)]
+
+
+def winning_namespace(namespaces: Iterable[str]) -> str:
+    """Of the namespaces holding a profile of one name, the one whose profile stands for it."""
+    return min(namespaces)

@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from fleetplace.shared.api.cluster_profiles import ClusterProfile, chosen_document, managed_cluster_document
+from fleetplace.shared.api.cluster_profiles import (
+    ClusterProfile,
+    chosen_document,
+    managed_cluster_document,
+    winning_namespace,
+)
 from fleetplace.shared.api.objects import Document, parse_object
 from fleetplace.shared.api.ocm import ClusterTaints, ManagedCluster
 
@@ -93,10 +98,8 @@ def profile_namespaces(items: Sequence[tuple[Document, Mapping[str, Any]]]) -> d
     """cluster name -> the namespace of the ClusterProfile that stands for it (by the rule of
     `chosen_document`), for the clusters that no ManagedCluster describes."""
     managed = {obj.metadata.name for obj, _ in items if isinstance(obj, ManagedCluster)}
-    out: dict[str, str] = {}
+    namespaces: dict[str, list[str]] = {}
     for obj, _ in items:
         if isinstance(obj, ClusterProfile) and obj.metadata.name not in managed:
-            name, ns = obj.metadata.name, obj.metadata.namespace
-            if name not in out or ns < out[name]:
-                out[name] = ns
-    return out
+            namespaces.setdefault(obj.metadata.name, []).append(obj.metadata.namespace)
+    return {name: winning_namespace(found) for name, found in namespaces.items()}
