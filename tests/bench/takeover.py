@@ -38,7 +38,7 @@ from collections import Counter
 import orjson
 
 from fleetplace.shared.bus.broker import free_port
-from fleetplace.shared.bus.envelope import H_SOURCE
+from fleetplace.shared.bus.envelope import Envelope
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.testing import create_topics, running_broker
@@ -64,13 +64,6 @@ def _ready(port: int) -> bool:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
-
-
-def _source_of(headers: object) -> str:
-    for name, value in headers or ():  # type: ignore[attr-defined]
-        if name == H_SOURCE:
-            return bytes(value).decode()
-    return ""
 
 
 async def _until(check: object, timeout: float, what: str) -> float:
@@ -124,7 +117,10 @@ async def main(clusters: int, placements: int) -> None:
                     for a in decisions.arrivals:
                         value = orjson.loads(a.record.value) if a.record.value else None
                         if value is not None:
-                            latest[str(a.record.key)] = (_source_of(a.record.headers), value["decisions"])
+                            latest[str(a.record.key)] = (
+                                Envelope.from_headers(a.record.headers).source,
+                                value["decisions"],
+                            )
                     owners = Counter(source for source, _ in latest.values())
                     victim_source, victim_count = owners.most_common(1)[0]
                     victim = next(n for n in ports if victim_source.endswith(n))
