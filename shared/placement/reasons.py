@@ -33,14 +33,9 @@ def decision_reasons(result: ScheduleResult, placement: Placement, fleet: Fleet)
     out: dict[str, str] = {}
     for name in decided:
         c = found[name]
-        text = f"rank {c.rank}/{feasible}, score {c.total}"
-        parts = [f"{p} {score}×{weight}" for p, score, weight in c.parts if weight != 0]
-        if parts:
-            text += ": " + " + ".join(parts)
+        parts = [(p, score, weight) for p, score, weight in c.parts if weight != 0]
         kept = _kept_despite(name, placement, fleet, result)
-        if kept:
-            text += f"; kept though tainted {kept} (already decided)"
-        out[name] = text
+        out[name] = _sentence(f"rank {c.rank}/{feasible}", c.total, parts, kept)
     return out
 
 
@@ -56,16 +51,21 @@ def decision_reasons_reference(result: ScheduleResult, placement: Placement, fle
     out: dict[str, str] = {}
     for name in decided:
         place = rank.get(name)
-        text = f"rank {place}/{len(ranked)}" if place is not None else "kept from the decision in force"
-        text += f", score {totals.get(name, 0)}"
-        parts = [f"{p.name} {p.scores[name]}×{p.weight}" for p in rows if name in p.scores]
-        if parts:
-            text += ": " + " + ".join(parts)
+        where = f"rank {place}/{len(ranked)}" if place is not None else "kept from the decision in force"
+        parts = [(p.name, p.scores[name], p.weight) for p in rows if name in p.scores]
         kept = _kept_despite(name, placement, fleet, result)
-        if kept:
-            text += f"; kept though tainted {kept} (already decided)"
-        out[name] = text
+        out[name] = _sentence(where, totals.get(name, 0), parts, kept)
     return out
+
+
+def _sentence(where: str, total: int, parts: list[tuple[str, int, int]], kept: str) -> str:
+    """`<where>, score <total>: <prioritizer> <score>×<weight> + …[; kept though tainted …]`."""
+    text = f"{where}, score {total}"
+    if parts:
+        text += ": " + " + ".join(f"{name} {score}×{weight}" for name, score, weight in parts)
+    if kept:
+        text += f"; kept though tainted {kept} (already decided)"
+    return text
 
 
 def _kept_despite(name: str, placement: Placement, fleet: Fleet, result: ScheduleResult) -> str:
