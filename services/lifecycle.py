@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 from aiokafka import ConsumerRebalanceListener, TopicPartition
-from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
 from fleetplace.shared.bus.envelope import parse_time
@@ -56,6 +56,22 @@ from fleetplace.shared.logging import get_logger
 from fleetplace.shared.settings import Settings
 
 log = get_logger("fleetplace.worker")
+
+
+class RecordCounters:
+    """The two record counters every worker has, by topic: records consumed and records sent to
+    the dead-letter topic (docs/operations.md#http-endpoints-and-metrics)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.consumed = Counter(
+            "fleetplace_records_consumed_total", "Records consumed", ["topic"], registry=registry
+        )
+        self.deadletters = Counter(
+            "fleetplace_deadletters_total",
+            "Records sent to the dead-letter topic",
+            ["topic"],
+            registry=registry,
+        )
 
 
 class Clock:

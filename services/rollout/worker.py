@@ -24,6 +24,7 @@ from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import (
     Clock,
     PartitionOwnership,
+    RecordCounters,
     Topology,
     Turn,
     WorkerRuntime,
@@ -53,20 +54,14 @@ HEARTBEAT_INTERVAL_MS = 1000
 
 class _Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.consumed = Counter(
-            "fleetplace_records_consumed_total", "Records consumed", ["topic"], registry=registry
-        )
+        records = RecordCounters(registry)
+        self.consumed = records.consumed
+        self.deadletters = records.deadletters
         self.evaluations = Counter(
             "fleetplace_rollout_evaluations_total", "Rollout evaluations", registry=registry
         )
         self.diffs = Counter(
             "fleetplace_rollout_diffs_published_total", "Rollout diffs published", registry=registry
-        )
-        self.deadletters = Counter(
-            "fleetplace_deadletters_total",
-            "Records sent to the dead-letter topic",
-            ["topic"],
-            registry=registry,
         )
         self.reports_ignored = Counter(
             "fleetplace_rollout_reports_ignored_total",

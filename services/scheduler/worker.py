@@ -24,6 +24,7 @@ from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import (
     Clock,
     PartitionOwnership,
+    RecordCounters,
     Topology,
     Turn,
     WorkerRuntime,
@@ -66,18 +67,12 @@ STALL_S = (SESSION_TIMEOUT_MS - HEARTBEAT_INTERVAL_MS) / 1000 - 0.5
 
 class _Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.consumed = Counter(
-            "fleetplace_records_consumed_total", "Records consumed", ["topic"], registry=registry
-        )
+        records = RecordCounters(registry)
+        self.consumed = records.consumed
+        self.deadletters = records.deadletters
         self.evaluations = Counter("fleetplace_evaluations_total", "Placement evaluations", registry=registry)
         self.diffs = Counter(
             "fleetplace_diffs_published_total", "Decision diffs published", registry=registry
-        )
-        self.deadletters = Counter(
-            "fleetplace_deadletters_total",
-            "Records sent to the dead-letter topic",
-            ["topic"],
-            registry=registry,
         )
         self.unknown_fields = Counter(
             "fleetplace_unknown_fields_dropped_total",

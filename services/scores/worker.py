@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import (
     PartitionOwnership,
+    RecordCounters,
     Topology,
     Turn,
     WorkerRuntime,
@@ -57,15 +58,9 @@ EVALUATOR_TICK_S = 0.5
 
 class _Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.consumed = Counter(
-            "fleetplace_records_consumed_total", "Records consumed", ["topic"], registry=registry
-        )
-        self.deadletters = Counter(
-            "fleetplace_deadletters_total",
-            "Records sent to the dead-letter topic",
-            ["topic"],
-            registry=registry,
-        )
+        records = RecordCounters(registry)
+        self.consumed = records.consumed
+        self.deadletters = records.deadletters
         self.evaluations = Counter(
             "fleetplace_score_source_evaluations_total",
             "Evaluations of score sources, failed or not",
