@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,7 @@ from types import TracebackType
 import aiohttp
 from aiohttp import web
 
+from fleetplace.services.http import bind
 from fleetplace.shared.bus.broker import free_port
 
 __all__ = ["PROMETHEUS", "Exporter", "LocalPrometheus", "prometheus_missing"]
@@ -55,12 +55,8 @@ class Exporter:
     async def start(self) -> Exporter:
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self.port = int(sock.getsockname()[1])
-        await web.SockSite(self._runner, sock).start()
+        self._runner = await bind(app, "127.0.0.1", 0)
+        self.port = int(self._runner.addresses[0][1])
         return self
 
     async def stop(self) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from aiohttp import web
 
+from fleetplace.services.http import bind
 from fleetplace.services.scores.worker import ScoreWorker
 from fleetplace.shared.bus.codec import decode_object, encode_json
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
@@ -49,12 +49,8 @@ class QueryServer:
     async def __aenter__(self) -> QueryServer:
         app = web.Application()
         app.router.add_post("/api/v1/query", self._query)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        self.port = int(sock.getsockname()[1])
-        await web.SockSite(self._runner, sock).start()
+        self._runner = await bind(app, "127.0.0.1", 0)
+        self.port = int(self._runner.addresses[0][1])
         return self
 
     async def __aexit__(self, *exc: object) -> None:
