@@ -44,6 +44,8 @@ def why(strategy: RolloutStrategy | None, line: ClusterLine, breach: bool) -> st
         return "reported, but in none of the placement's decision groups: removed"
     if line.listed == "timeout":
         return f"no success within progressDeadline (deadline {until}): timed out, counts as a failure"
+    if line.listed == "told":
+        return "told to roll out; stays told until its deployer's first report of the revision is read"
     if not line.listed:
         if line.status == "Succeeded":
             return "succeeded and soaked for minSuccessTime: done"

@@ -190,6 +190,25 @@ def decision_groups_of(value: Mapping[str, Any]) -> tuple[DecisionGroup, ...]:
     return tuple(DecisionGroup(name, index, tuple(names)) for (name, index), names in clusters.items())
 
 
+def _awaiting_report(told: set[str], groups: Iterable[DecisionGroup]) -> list[ClusterRolloutStatus]:
+    """The clusters of `told` still in one of the placement's groups, as new `ToApply` entries in
+    group order, by name within a group.
+
+    A cluster told to roll out stays told until its deployer's report of the revision is read, or
+    it leaves the placement, or the revision changes. The reports of one step reach the worker
+    over any number of turns; without this, the rollout function would see part of the step —
+    the mandatory phase then lists only the clusters it has a report of — so one diff would drop
+    the others and a later one tell them again (docs/rollouts.md#told-clusters-stay-told)."""
+    if not told:
+        return []
+    out = []
+    for g in sorted(groups, key=lambda g: g.group_index):
+        key = GroupKey(g.group_name, g.group_index)
+        out += [ClusterRolloutStatus(c, RolloutStatus.TO_APPLY, key) for c in sorted(told & set(g.clusters))]
+        told = told - set(g.clusters)
+    return out
+
+
 class RolloutProcessor:
     """State and decisions of the rollout worker: apply records, evaluate what they marked."""
 
@@ -454,6 +473,14 @@ class RolloutProcessor:
             c: Report(*r) for c, r in self.reports.get(held.rollout.key, {}).items() if r[0] == revision
         }
         groups_of = [self.placements.get(p) for p in held.placements]
+        # Told, not heard from: the clusters of the set in force for this revision whose report of
+        # it has not been read yet. They stay in the set (see `_awaiting_report`).
+        pub = self.published.get(held.rollout.key)
+        told = (
+            set(pub.clusters) - reports.keys()
+            if pub is not None and not pub.deleted and pub.revision == revision
+            else set()
+        )
         placed: set[str] = set()
         for groups in groups_of:
             for group in groups or ():
@@ -497,7 +524,11 @@ class RolloutProcessor:
             entry["clustersTimeOut"] = [render_status(s) for s in result.clusters_timeout]
             entry["clustersRemoved"] = [render_status(s) for s in result.clusters_removed]
             entry["maxFailureBreach"] = result.max_failure_breach
-            clusters.update(s.cluster_name for s in result.clusters_to_rollout)
+            listed = {s.cluster_name for s in result.clusters_to_rollout}
+            awaiting = _awaiting_report(told - listed, groups or ())
+            if awaiting:
+                entry["clustersAwaitingReport"] = [render_status(s) for s in awaiting]
+            clusters.update(listed, (s.cluster_name for s in awaiting))
             breach = breach or result.max_failure_breach
             if result.recheck_after_nanos is not None:
                 at = now.unix_nanos + result.recheck_after_nanos

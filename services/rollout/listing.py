@@ -16,7 +16,14 @@ from typing import Any
 from fleetplace.shared.rollout import RolloutStatus
 
 # (list, state field): the lists of the rollout function, in the order they are shown
-LISTS = (("rollout", "clustersToRollout"), ("timeout", "clustersTimeOut"), ("removed", "clustersRemoved"))
+# (told: clusters the worker told and keeps in the set until their deployer's first report is
+# read — not a list of the rollout function; docs/rollouts.md#told-clusters-stay-told)
+LISTS = (
+    ("rollout", "clustersToRollout"),
+    ("told", "clustersAwaitingReport"),
+    ("timeout", "clustersTimeOut"),
+    ("removed", "clustersRemoved"),
+)
 STATUSES = tuple(s.value for s in RolloutStatus)
 
 
@@ -35,7 +42,7 @@ class ClusterLine:
     status: str  # one of STATUSES
     since: str | None  # the status's lastTransitionTime
     until: str | None  # soak end or deadline (the function's timeOutTime)
-    listed: str  # rollout, timeout, removed; "" for a placed cluster the state does not list
+    listed: str  # rollout, told, timeout, removed; "" for a placed cluster the state does not list
     next: str
     message: str | None = None  # the deployer's last message about it (its report of the revision)
 
@@ -71,6 +78,8 @@ def next_step(listed: str, entry: Mapping[str, Any]) -> str:
         return "remove the workload (no longer placed)"
     if listed == "timeout":
         return "timed out: counts as a failure"
+    if listed == "told":
+        return "told: waits for its deployer's first report"
     if not listed:
         if status == "Succeeded":
             return "done"
@@ -106,7 +115,7 @@ def _line(placement: str, listed: str, entry: Mapping[str, Any]) -> ClusterLine:
 
 
 def listed_lines(placement: Mapping[str, Any]) -> list[ClusterLine]:
-    """The clusters one placementRef of a state lists: to roll out, timed out, removed."""
+    """The clusters one placementRef of a state lists: to roll out, told, timed out, removed."""
     name = str(placement["name"])
     return [_line(name, listed, e) for listed, field in LISTS for e in placement.get(field) or ()]
 
@@ -170,7 +179,7 @@ def placement_counts(
     list of every rollout needs."""
     listed = {
         str(e["clusterName"]): str(e["status"])
-        for field in ("clustersToRollout", "clustersTimeOut")
+        for field in ("clustersToRollout", "clustersAwaitingReport", "clustersTimeOut")
         for e in placement.get(field) or ()
     }
     out = dict.fromkeys(STATUSES, 0)

@@ -200,6 +200,9 @@ def what_next(placement: RolloutPlacement) -> list[str]:
     waiting = [line.cluster for line in lines if line.listed == "rollout" and line.status == "Progressing"]
     if waiting:
         out.append(f"Waiting for reports from {len(waiting)}: {_names(waiting)}.")
+    told = [line.cluster for line in lines if line.listed == "told"]
+    if told:
+        out.append(f"Told, waiting for a first report from {len(told)}: {_names(told)}.")
     failed = [line.cluster for line in lines if line.listed == "rollout" and line.status == "Failed"]
     if failed:
         out.append(

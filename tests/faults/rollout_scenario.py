@@ -56,13 +56,6 @@ from tests.faults.processes import S3_BUCKET, FaultyBroker, MotoS3, WorkerProces
 from tests.faults.scenario import Plan, _Run, audit, emit
 
 NAMESPACE = "faults"
-RETOLD = (
-    "A cluster the rollout listed for roll-out is passed to the rollout function only once the "
-    "worker has read its deployer's report (docs/rollouts.md). When the worker reads one step's "
-    "reports in two turns, the mandatory phase lists only the clusters whose reports it has read "
-    "(docs/rollouts.md#mandatory-groups), so one diff drops the others and a later one adds them "
-    "again. A defect of the worker, not of the faults."
-)
 PLACEMENT = "fleet"
 G = "cluster.open-cluster-management.io"
 
@@ -92,7 +85,6 @@ class RolloutReport:
     converged_s: float | None = None
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
-    retold: list[str] = field(default_factory=list)  # RETOLD, apart from the other problems
     unexpected_exits: list[str] = field(default_factory=list)
     peak_rss_mb: dict[str, float] = field(default_factory=dict)
     audit: dict[str, Any] | None = None
@@ -126,7 +118,6 @@ class RolloutReport:
             "deployer_restarts": self.deployer_restarts,
             "checks": dict(self.checks),
             "problems": len(self.problems),
-            "retold": len(self.retold),
             "unexpected_exits": len(self.unexpected_exits),
             "converged_s": None if self.converged_s is None else round(self.converged_s, 1),
             "audit": self.audit,
@@ -138,7 +129,6 @@ class RolloutReport:
             [
                 orjson.dumps(self.figures()).decode(),
                 *self.problems[:30],
-                *self.retold[:10],
                 *self.unexpected_exits,
             ]
         )
@@ -323,10 +313,8 @@ def check(
     plan: RolloutPlan,
     now: datetime,
     checks: Counter[str],
-    retold: list[str],
 ) -> list[str]:
-    """The problems found; `retold` gets the clusters told twice because the rollout dropped them
-    before their first report (RETOLD)."""
+    """The problems found."""
     problems: list[str] = []
     soak = timedelta(microseconds=parse_go_duration(plan.soak) // 1000)
     group_of = {c: g.group_index for g in groups for c in g.clusters}
@@ -339,10 +327,8 @@ def check(
     # soak ends per (rollout, revision, cluster): the earliest Succeeded report's time + soak
     soaked: dict[tuple[str, str, str], datetime] = {}
     final_reports: dict[tuple[str, str], RolloutStatusReport] = {}
-    reported: dict[tuple[str, str, str], tuple[int, int]] = {}  # (partition, offset) of the first report
-    for rollout_key, cluster, report, partition, offset in outcome.reports:
+    for rollout_key, cluster, report, _partition, _offset in outcome.reports:
         final_reports[(rollout_key, cluster)] = report
-        reported.setdefault((rollout_key, report.revision, cluster), (partition, offset))
         if report.status == "Succeeded" and report.last_transition_time is not None:
             where = (rollout_key, report.revision, cluster)
             end = report.last_transition_time + soak
@@ -354,24 +340,11 @@ def check(
         if seqs != list(range(1, len(seqs) + 1)):
             problems.append(f"{key}: seqs not contiguous from 1: {seqs[:5]}…{seqs[-5:]}")
         told: Counter[tuple[str, str]] = Counter()
-        # (revision, cluster) -> the `inputs` watermark of the diff that took it out of the set
-        dropped: dict[tuple[str, str], dict[str, int]] = {}
-        unreported_drops: set[tuple[str, str]] = set()
         for seq in seqs:
             d = diffs[seq]
             revision = d["revision"]
             at = datetime.fromisoformat(d["evaluatedAt"].replace("Z", "+00:00"))
-            for cluster in d["removed"]:
-                dropped[(revision, cluster)] = d["inputs"]
             for cluster in d["added"]:
-                if told[(revision, cluster)]:
-                    first = reported.get((key, revision, cluster))
-                    drop = dropped.get((revision, cluster))
-                    # the diff that dropped it was computed before the worker read its first report
-                    if drop is not None and (
-                        first is None or first[1] >= drop.get(f"rollout-status/{first[0]}", 0)
-                    ):
-                        unreported_drops.add((revision, cluster))
                 told[(revision, cluster)] += 1
                 checks["clusters_told"] += 1
                 k = group_of.get(cluster)
@@ -390,15 +363,9 @@ def check(
                         f"{key} seq {seq} ({revision}): added {cluster} of group {k} before {early[:3]} "
                         f"of earlier groups were done soaking ({len(early)} not)"
                     )
-        twice = [f"{r}/{c}" for (r, c), n in told.items() if n > 1 and (r, c) not in unreported_drops]
+        twice = [f"{r}/{c}" for (r, c), n in told.items() if n > 1]
         if twice:
             problems.append(f"{key}: clusters added twice for one revision: {twice[:5]}")
-        if unreported_drops:
-            checks["retold_before_first_report"] += len(unreported_drops)
-            retold.append(
-                f"{key}: {len(unreported_drops)} clusters added, dropped before the worker read their first report "
-                f"and added again, e.g. {sorted(unreported_drops)[:3]}"
-            )
         problems += _final_state(
             key, outcome.state.get(key), strategy(plan), groups, revisions[key], final_reports, now
         )
@@ -578,7 +545,7 @@ async def run_rollouts(plan: RolloutPlan, workdir: Path) -> RolloutReport:
             await producer.stop()
         outcome = await read_outcome(broker.bootstrap, topics)
         now = datetime.now(UTC)
-        report.problems = check(outcome, groups, revisions, plan, now, report.checks, report.retold)
+        report.problems = check(outcome, groups, revisions, plan, now, report.checks)
         if outcome.deadletters:
             report.problems.append(
                 f"{outcome.deadletters} dead letters: the deployers and the test send only good records"

@@ -144,18 +144,28 @@ def expected_main(final_reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     result = rollout(RolloutStrategy.from_json(MAIN_STRATEGY), groups, statuses, NOW)
     return {
         "clusters": sorted(s.cluster_name for s in result.clusters_to_rollout),
+        "awaiting_unreported": True,
         "timedOut": sorted(s.cluster_name for s in result.clusters_timeout),
         "removed": sorted(s.cluster_name for s in result.clusters_removed),
         "maxFailureBreach": result.max_failure_breach,
     }
 
 
-def observed_main(state: dict[str, Any] | None) -> dict[str, Any] | None:
+def observed_main(
+    state: dict[str, Any] | None, final_reports: dict[str, dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The worker's answer for `fuzz/main`: the rollout function's lists, and whether the set is
+    those clusters plus told ones still awaiting a report (none of which has a report of the
+    revision: docs/rollouts.md)."""
     if state is None or state.get("revision") != REVISION:
         return None
     (entry,) = state["placements"]
+    listed = {s["clusterName"] for s in entry["clustersToRollout"]}
+    awaiting = {s["clusterName"] for s in entry.get("clustersAwaitingReport") or ()}
+    reported = {c for c, v in final_reports.items() if v.get("revision") == REVISION}
     return {
-        "clusters": sorted(state["clusters"]),
+        "clusters": sorted(listed),
+        "awaiting_unreported": sorted(listed | awaiting) == state["clusters"] and not awaiting & reported,
         "timedOut": sorted(s["clusterName"] for s in entry["clustersTimeOut"]),
         "removed": sorted(s["clusterName"] for s in entry["clustersRemoved"]),
         "maxFailureBreach": state["maxFailureBreach"],
@@ -256,7 +266,7 @@ async def fuzz_rollout_worker(
                     if (
                         len(bus.deadletters) >= len(bad_at)
                         and answered() == report.good_rollouts
-                        and observed_main(bus.state.get(MAIN)) == want_main
+                        and observed_main(bus.state.get(MAIN), final_reports) == want_main
                         and counted() == report.ignored_expected
                     ):
                         break
@@ -273,7 +283,7 @@ async def fuzz_rollout_worker(
                 report.worker_exits = list(worker.unexpected_exits)
                 report.deadletters = len(bus.deadletters)
                 report.answered_good = answered()
-                got_main = observed_main(bus.state.get(MAIN))
+                got_main = observed_main(bus.state.get(MAIN), final_reports)
                 report.main_matches = got_main == want_main
                 report.ignored_counted = counted()
                 with contextlib.suppress(OSError):

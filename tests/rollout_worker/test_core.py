@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetplace.services.rollout.core import InvalidRecord, RolloutChange, RolloutProcessor
+from fleetplace.services.rollout.listing import listed_lines
 from tests.rollout_worker.builders import CANARY, placement_decisions, report, rollout_object
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -40,6 +41,11 @@ def change(p: RolloutProcessor, now: datetime) -> RolloutChange:
 def one(p: RolloutProcessor, now: datetime) -> dict[str, Any]:
     """The one diff an evaluation publishes."""
     return change(p, now).diff
+
+
+def awaiting(diff: dict[str, Any]) -> list[str]:
+    """The clusters a diff's placement lists as told and awaiting their first report."""
+    return [s["clusterName"] for s in diff["placements"][0].get("clustersAwaitingReport", ())]
 
 
 def test_canary_group_goes_first_then_the_next_group_after_its_soak_ends_on_the_timer() -> None:
@@ -75,7 +81,117 @@ def test_failures_beyond_max_failures_breach_and_add_no_new_cluster() -> None:
     p.apply("rollout-status", "apps/web/c3", report("Failed", at=rfc(0)))
     breach = one(p, at(1))
     assert breach["maxFailureBreach"] is True
-    assert (breach["clusters"], breach["removed"]) == (["c2", "c3"], ["c4"])
+    # c4 was told and has not reported: it stays told (a deployer may be applying it already);
+    # no cluster is added
+    assert (breach["clusters"], breach["added"], breach["removed"]) == (["c2", "c3", "c4"], [], [])
+    assert awaiting(breach) == ["c4"]
+    p.apply("rollout-status", "apps/web/c4", report("Failed", at=rfc(1)))
+    heard = one(p, at(2))
+    assert (heard["clusters"], heard["removed"]) == (["c2", "c3", "c4"], [])
+    assert "clustersAwaitingReport" not in heard["placements"][0]
+
+
+# Two groups after a mandatory canary; the second group's reports are read over two turns.
+TWO_TURNS = [("canary", ["c1"]), ("wave", ["c2", "c3", "c4"]), ("rest", ["c5"])]
+
+
+def test_a_told_cluster_stays_told_until_its_report_is_read_over_any_number_of_turns() -> None:
+    # The mandatory phase lists the clusters it has a report of; told clusters it has none of yet
+    # are not dropped and told again later
+    p = RolloutProcessor()
+    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", TWO_TURNS))
+    p.apply("rollouts", "apps/web", rollout_object("apps/web", strategy=CANARY))
+    one(p, at(0))
+    p.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(-10)))
+    wave = one(p, at(0))
+    assert (wave["clusters"], wave["added"]) == (["c2", "c3", "c4"], ["c2", "c3", "c4"])
+    p.apply("rollout-status", "apps/web/c2", report("Progressing", at=rfc(1)))
+    turn = change(p, at(1))
+    first_turn = turn.diff
+    assert (first_turn["clusters"], first_turn["removed"]) == (["c2", "c3", "c4"], [])
+    assert awaiting(first_turn) == ["c3", "c4"]
+    # `rollout status` and the explorer show them as told, in their group
+    assert turn.state is not None
+    told = [line for line in listed_lines(turn.state["placements"][0]) if line.listed == "told"]
+    assert [(line.cluster, line.group_name, line.status) for line in told] == [
+        ("c3", "wave", "ToApply"),
+        ("c4", "wave", "ToApply"),
+    ]
+    assert told[0].next == "told: waits for its deployer's first report"
+    for c in ("c3", "c4"):
+        p.apply("rollout-status", f"apps/web/{c}", report("Progressing", at=rfc(2)))
+    second_turn = one(p, at(2))
+    assert (second_turn["added"], second_turn["removed"]) == ([], [])
+    assert "clustersAwaitingReport" not in second_turn["placements"][0]
+
+
+def test_a_told_cluster_that_leaves_the_placement_or_a_new_revision_is_no_longer_told() -> None:
+    p = RolloutProcessor()
+    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", TWO_TURNS))
+    p.apply("rollouts", "apps/web", rollout_object("apps/web", strategy=CANARY))
+    one(p, at(0))
+    p.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(-10)))
+    one(p, at(0))
+    p.apply("rollout-status", "apps/web/c2", report("Progressing", at=rfc(1)))
+    one(p, at(1))
+    p.apply(
+        "placement-decisions",
+        "apps/web",
+        placement_decisions("apps/web", [*TWO_TURNS[:1], ("wave", ["c2", "c3"]), TWO_TURNS[2]], seq=2),
+    )
+    left = one(p, at(2))
+    assert (left["clusters"], left["removed"]) == (["c2", "c3"], ["c4"])
+    p.apply("rollouts", "apps/web", rollout_object("apps/web", revision="v2", strategy=CANARY))
+    again = one(p, at(3))
+    assert (again["revision"], again["clusters"], again["removed"]) == ("v2", ["c1"], ["c2", "c3"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_no_cluster_is_added_twice_for_one_revision_whatever_turns_the_reports_are_read_in(
+    data: st.DataObject,
+) -> None:
+    # Deployers report every told cluster Progressing, then Succeeded; the worker reads the
+    # reports in any grouping of turns, ten seconds apart (no deadline passes). A cluster enters
+    # the set once per revision.
+    strategy = data.draw(
+        st.sampled_from(
+            [
+                CANARY,
+                {
+                    "type": "Progressive",
+                    "progressive": {
+                        "mandatoryDecisionGroups": [{"groupName": "canary"}],
+                        "maxConcurrency": 2,
+                        "minSuccessTime": "1m",
+                    },
+                },
+            ]
+        )
+    )
+    p = RolloutProcessor()
+    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", TWO_TURNS))
+    p.apply("rollouts", "apps/web", rollout_object("apps/web", strategy=strategy))
+    added: list[str] = []
+    pending: list[tuple[str, str]] = []  # reports written, not read yet
+    status: dict[str, str] = {}
+    for step in range(40):
+        p.tick(at(step / 6))
+        for c in p.evaluate(at(step / 6), {}):
+            added += c.diff["added"]
+            for cluster in c.diff["clusters"]:
+                if cluster not in status:
+                    status[cluster] = "Progressing"
+                    pending.append((cluster, "Progressing"))
+        for cluster, state in list(status.items()):
+            if state == "Progressing" and (cluster, state) not in pending and data.draw(st.booleans()):
+                status[cluster] = "Succeeded"
+                pending.append((cluster, "Succeeded"))
+        read = data.draw(st.integers(min_value=0, max_value=len(pending)))
+        for cluster, state in pending[:read]:
+            p.apply("rollout-status", f"apps/web/{cluster}", report(state, at=rfc(step / 6)))
+        del pending[:read]
+    assert len(added) == len(set(added)), added
 
 
 def test_a_new_revision_starts_over_and_old_reports_count_as_none() -> None:
