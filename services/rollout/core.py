@@ -17,8 +17,11 @@ How the rollout function's cluster statuses are built, per placementRef (docs/ro
   group key is the group it is in), in the placement's group order then the group's own order;
 - a cluster in the placement with no report of this revision is not passed: the function adds
   it as a new `ToApply` in its group, as OCM's appliers do for a cluster that has no work yet;
-- a report of this revision for a cluster in none of the rollout's placements is passed (with
-  the empty group key), so the function lists it as removed.
+- a report for a cluster in none of the rollout's placements is not passed: it changes nothing
+  (counted as ignored, `not-placed`) until a placement takes the cluster in. The function's
+  `clustersRemoved` is therefore empty here (a deployer could otherwise grow a rollout's state
+  without bound by reporting clusters that were never placed);
+- a cluster told to roll out and not heard from yet stays told (`_awaiting_report`).
 """
 
 from __future__ import annotations
@@ -62,8 +65,10 @@ TRIGGER_KINDS = ("rollout", "status", "placement", "recheck", "startup")
 # - unchanged: the same revision, status and transition time as the one held (a repeated report);
 # - no-rollout: no rollout of that key is held (deleted, or not published yet: the report is kept
 #   and counts once the rollout arrives);
-# - other-revision: neither it nor the report it replaces is of the rollout's revision.
-IGNORED_REASONS = ("unchanged", "no-rollout", "other-revision")
+# - other-revision: neither it nor the report it replaces is of the rollout's revision;
+# - not-placed: the cluster is in none of the rollout's placements (each of them decided): a
+#   report is kept, and counts if a placement takes the cluster in later.
+IGNORED_REASONS = ("unchanged", "no-rollout", "other-revision", "not-placed")
 # What a deployer reports as done: a rollout is complete when every placed cluster is one of these.
 _DONE = (RolloutStatus.SUCCEEDED, RolloutStatus.SKIP)
 
@@ -228,6 +233,8 @@ class RolloutProcessor:
         self.published: dict[str, Published] = {}
         self.dirty: dict[str, Trigger] = {}
         self._referencing: dict[str, set[str]] = {}  # placement key -> rollout keys
+        # placement key -> its clusters, made when a report asks (`_placed_nowhere`)
+        self._members: dict[str, frozenset[str]] = {}
         self._timers: list[tuple[int, str]] = []  # (unix nanos, rollout key), stale entries skipped
         self._timer_due: dict[str, int] = {}
 
@@ -283,18 +290,34 @@ class RolloutProcessor:
             self.on_ignored("no-rollout")
             return
         # a report of another revision counts as no report: changing it changes nothing
-        if current.rollout.spec.revision in (
+        if current.rollout.spec.revision not in (
             old[0] if old else None,
             held[cluster][0] if cluster in held else None,
         ):
-            self.mark(rollout_key, Trigger("status", key))
-        else:
             self.on_ignored("other-revision")
+        elif self._placed_nowhere(current, cluster):
+            self.on_ignored("not-placed")
+        else:
+            self.mark(rollout_key, Trigger("status", key))
+
+    def _placed_nowhere(self, held: HeldRollout, cluster: str) -> bool:
+        """Whether every placement of the rollout is decided and none holds the cluster."""
+        for placement in held.placements:
+            members = self._members.get(placement)
+            if members is None:
+                groups = self.placements.get(placement)
+                if groups is None:
+                    return False  # not decided yet: it may hold the cluster
+                members = self._members[placement] = frozenset(c for g in groups for c in g.clusters)
+            if cluster in members:
+                return False
+        return True
 
     def _apply_placement(self, key: str, value: Mapping[str, Any] | None) -> None:
         groups = None if value is None else decision_groups_of(value)
         if groups == self.placements.get(key):
             return  # the same groups: a status-only change of the placement concerns no rollout
+        self._members.pop(key, None)
         if groups is None:
             del self.placements[key]
         else:
@@ -481,15 +504,6 @@ class RolloutProcessor:
             if pub is not None and not pub.deleted and pub.revision == revision
             else set()
         )
-        placed: set[str] = set()
-        for groups in groups_of:
-            for group in groups or ():
-                placed.update(group.clusters)
-        unplaced = [
-            ClusterRolloutStatus(c, r.status, GroupKey(), r.last_transition_time)
-            for c, r in sorted(reports.items())
-            if c not in placed
-        ]
         placements = []
         clusters: set[str] = set()
         breach = False
@@ -515,7 +529,7 @@ class RolloutProcessor:
             }
             placements.append(entry)
             try:
-                result = rollout(strategy, groups or (), [*statuses, *unplaced], now)
+                result = rollout(strategy, groups or (), statuses, now)
             except RolloutError as e:
                 entry["error"] = str(e)
                 complete = False

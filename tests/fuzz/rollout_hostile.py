@@ -12,8 +12,8 @@ they are built to change nothing there:
   get a report of `REVISION` (a report replaces the cluster's last one: the topic is compacted);
 - `no-rollout`: reports for the deleted rollout `fuzz/gone` and for rollouts never published;
 - `flood`: copies of the report just sent, one after another on its partition;
-- `stray`: reports of `REVISION` for the clusters `stray0`…`stray4`, in no group: the rollout lists
-  them as removed (docs/rollouts.md), so they do change its answer, always the same way;
+- `not-placed`: reports of `REVISION` for the clusters `stray0`…`stray4`, in no group: they change
+  nothing (docs/rollouts.md);
 - `far-time`: reports of `REVISION` for `c30`…`c34` with times in year 1 or 2999.
 
 Every valid report carries a transition time, distinct per key, so no two in a row are equal by
@@ -173,8 +173,9 @@ class RolloutStream:
         return _status(rollout, self.rng.choice(REPORTED), value, False, "no-rollout")
 
     def stray(self) -> RolloutHostile:
+        self.ignored["not-placed"] += 1
         value = {"revision": REVISION, "status": "Succeeded", "lastTransitionTime": _time(self._tick())}
-        return _status(MAIN, self.rng.choice(STRAY), value, False, "stray")
+        return _status(MAIN, self.rng.choice(STRAY), value, False, "not-placed")
 
     def far_time(self) -> RolloutHostile:
         year = self.rng.choice([1, 1970, 2999, 9999])

@@ -120,8 +120,8 @@ def _groups() -> tuple[DecisionGroup, ...]:
 
 def expected_main(final_reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The rollout function's answer for `fuzz/main` over the final report of each cluster, built
-    as docs/rollouts.md says the worker builds it: placed clusters with a report of the revision
-    in group order, then reported clusters in no group (sorted), which it lists as removed."""
+    as docs/rollouts.md says the worker builds it: placed clusters with a report of the revision,
+    in group order (a report for a cluster in no group is not passed)."""
     groups = _groups()
     reports = {}
     for cluster, value in final_reports.items():
@@ -131,15 +131,11 @@ def expected_main(final_reports: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 RolloutStatus(report.status),
                 Instant.from_datetime(report.last_transition_time),
             )
-    placed = {c for g in groups for c in g.clusters}
     statuses = [
         ClusterRolloutStatus(c, reports[c][0], GroupKey(g.group_name, g.group_index), reports[c][1])
         for g in groups
         for c in g.clusters
         if c in reports
-    ]
-    statuses += [
-        ClusterRolloutStatus(c, s, GroupKey(), t) for c, (s, t) in sorted(reports.items()) if c not in placed
     ]
     result = rollout(RolloutStrategy.from_json(MAIN_STRATEGY), groups, statuses, NOW)
     return {

@@ -241,15 +241,36 @@ def test_the_same_decision_groups_again_mark_nothing() -> None:
     assert not p.dirty
 
 
-def test_a_cluster_leaving_the_placement_shows_up_as_removed() -> None:
+def test_a_cluster_leaving_the_placement_leaves_the_set_and_none_is_listed_removed() -> None:
     p = started({"type": "All"})
     p.apply("rollout-status", "apps/web/c5", report("Progressing", at=rfc(0)))
     one(p, at(0))
     p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", [("canary", ["c1"])]))
     diff = one(p, at(1))
-    placed = diff["placements"][0]
-    assert [s["clusterName"] for s in placed["clustersRemoved"]] == ["c5"]
     assert diff["clusters"] == ["c1"] and set(diff["removed"]) == {"c2", "c3", "c4", "c5"}
+    assert diff["placements"][0]["clustersRemoved"] == []
+
+
+def test_a_report_for_a_cluster_in_no_placement_changes_nothing_until_one_takes_it_in() -> None:
+    ignored: list[str] = []
+    p = RolloutProcessor(on_ignored=ignored.append)
+    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", GROUPS))
+    p.apply("rollouts", "apps/web", rollout_object("apps/web", strategy={"type": "All"}))
+    first = one(p, at(0))
+    for copy in range(3):
+        p.apply("rollout-status", "apps/web/stray", report("Failed", at=rfc(copy)))
+    assert ignored == ["not-placed"] * 3 and not p.dirty
+    assert p.evaluate(at(1), {}) == []
+    # the report is kept: once the placement takes the cluster in, it counts
+    p.apply(
+        "placement-decisions", "apps/web", placement_decisions("apps/web", [*GROUPS, ("late", ["stray"])], 2)
+    )
+    taken_in = change(p, at(2))
+    later = taken_in.diff
+    assert taken_in.state is not None
+    listed = {s["clusterName"]: s["status"] for s in taken_in.state["placements"][0]["clustersToRollout"]}
+    assert first["clusters"] == ["c1", "c2", "c3", "c4", "c5"]
+    assert later["clusters"] == ["c1", "c2", "c3", "c4", "c5", "stray"] and listed["stray"] == "Failed"
 
 
 def test_a_report_without_transition_time_takes_the_record_timestamp() -> None:
