@@ -15,6 +15,10 @@ import pytest
 pytestmark = pytest.mark.integration
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_demo_explore_serves_the_explorer_on_its_history_until_interrupted() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "FLEETPLACE_"))}
     demo = subprocess.Popen(
@@ -24,6 +28,9 @@ def test_demo_explore_serves_the_explorer_on_its_history_until_interrupted() -> 
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # Ctrl-C as a terminal delivers it: a test runner's worker process may ignore SIGINT
+        # (pytest-xdist's do), and an ignored signal stays ignored across exec
+        preexec_fn=_default_sigint,
     )
     try:
         assert demo.stdout is not None
