@@ -13,7 +13,9 @@ the dead worker owned. Measured from the kill, on the survivor:
 * `read_s`: a bare consumer reading the state a worker rebuilds from (every input topic and
   `decisions`), from the beginning to the end, in the same run: the floor of any rebuild.
 
-`ratio = first_diff_s / read_s`. The takeover itself must publish nothing new: every diff after
+`ratio = first_diff_s / read_s`. Beside it, `session_timeout_s` (the worker's consumer-group
+session: the floor of `owned_s`, since a SIGKILLed member is only dropped when it expires) and
+`ready_after_owned_s` (ownership to `/readyz`: the survivor's own catch-up). The takeover itself must publish nothing new: every diff after
 the kill changes its placement's decision (the change moves some, and Balance then moves others);
 the run fails if one repeats the decision in force.
 
@@ -37,6 +39,7 @@ from collections import Counter
 
 import orjson
 
+from fleetplace.services.scheduler.worker import SESSION_TIMEOUT_MS
 from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.bus.envelope import Envelope
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
@@ -203,6 +206,10 @@ async def main(clusters: int, placements: int) -> None:
             "first_diff_s": round(first_diff, 2),
             "read_s": round(read_s, 2),
             "ratio": round(first_diff / read_s, 2),
+            # what the group costs before the survivor can start (the dead member's session), and
+            # what the survivor then takes to be ready: the part fleetplace's own code decides
+            "session_timeout_s": SESSION_TIMEOUT_MS / 1000,
+            "ready_after_owned_s": round(ready - owned, 2),
         }
     )
 
