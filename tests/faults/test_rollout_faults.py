@@ -37,7 +37,10 @@ def _assert_rolled(report: RolloutReport) -> None:
         report.checks["group_turns_checked"] > 0
         and report.checks["final_states_compared"] == report.plan.rollouts
     )
-    assert report.revisions > report.plan.rollouts  # at least one rollout went through a whole revision
+    # the faults let the rollouts through every group: one went through a whole revision, or each
+    # told every cluster of its revision (a slow machine may end the faults before one completes)
+    plan = report.plan
+    assert report.revisions > plan.rollouts or report.checks["clusters_told"] >= plan.rollouts * plan.clusters
 
 
 @pytest.mark.timeout(240)
