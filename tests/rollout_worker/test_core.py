@@ -95,9 +95,8 @@ def test_failures_beyond_max_failures_breach_and_add_no_new_cluster() -> None:
 TWO_TURNS = [("canary", ["c1"]), ("wave", ["c2", "c3", "c4"]), ("rest", ["c5"])]
 
 
-def test_a_told_cluster_stays_told_until_its_report_is_read_over_any_number_of_turns() -> None:
-    # The mandatory phase lists the clusters it has a report of; told clusters it has none of yet
-    # are not dropped and told again later
+def wave_told() -> RolloutProcessor:
+    """TWO_TURNS with the canary done: the wave c2, c3, c4 told at minute 0."""
     p = RolloutProcessor()
     p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", TWO_TURNS))
     p.apply("rollouts", "apps/web", rollout_object("apps/web", strategy=CANARY))
@@ -105,6 +104,13 @@ def test_a_told_cluster_stays_told_until_its_report_is_read_over_any_number_of_t
     p.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(-10)))
     wave = one(p, at(0))
     assert (wave["clusters"], wave["added"]) == (["c2", "c3", "c4"], ["c2", "c3", "c4"])
+    return p
+
+
+def test_a_told_cluster_stays_told_until_its_report_is_read_over_any_number_of_turns() -> None:
+    # The mandatory phase lists the clusters it has a report of; told clusters it has none of yet
+    # are not dropped and told again later
+    p = wave_told()
     p.apply("rollout-status", "apps/web/c2", report("Progressing", at=rfc(1)))
     turn = change(p, at(1))
     first_turn = turn.diff
@@ -126,12 +132,7 @@ def test_a_told_cluster_stays_told_until_its_report_is_read_over_any_number_of_t
 
 
 def test_a_told_cluster_that_leaves_the_placement_or_a_new_revision_is_no_longer_told() -> None:
-    p = RolloutProcessor()
-    p.apply("placement-decisions", "apps/web", placement_decisions("apps/web", TWO_TURNS))
-    p.apply("rollouts", "apps/web", rollout_object("apps/web", strategy=CANARY))
-    one(p, at(0))
-    p.apply("rollout-status", "apps/web/c1", report("Succeeded", at=rfc(-10)))
-    one(p, at(0))
+    p = wave_told()
     p.apply("rollout-status", "apps/web/c2", report("Progressing", at=rfc(1)))
     one(p, at(1))
     p.apply(
