@@ -233,8 +233,9 @@ class RolloutProcessor:
         self.published: dict[str, Published] = {}
         self.dirty: dict[str, Trigger] = {}
         self._referencing: dict[str, set[str]] = {}  # placement key -> rollout keys
-        # placement key -> its clusters, made when a report asks (`_placed_nowhere`)
-        self._members: dict[str, frozenset[str]] = {}
+        # placement key -> its clusters (as dict keys: a dict of strs is one the garbage collector
+        # stops tracking, a set never is), made when a report asks (`_placed_nowhere`)
+        self._members: dict[str, dict[str, None]] = {}
         self._timers: list[tuple[int, str]] = []  # (unix nanos, rollout key), stale entries skipped
         self._timer_due: dict[str, int] = {}
 
@@ -308,7 +309,7 @@ class RolloutProcessor:
                 groups = self.placements.get(placement)
                 if groups is None:
                     return False  # not decided yet: it may hold the cluster
-                members = self._members[placement] = frozenset(c for g in groups for c in g.clusters)
+                members = self._members[placement] = dict.fromkeys(c for g in groups for c in g.clusters)
             if cluster in members:
                 return False
         return True
