@@ -87,6 +87,18 @@ class _Metrics:
         self.owned = Gauge(
             "fleetplace_placements_owned", "Placements owned by this instance", registry=registry
         )
+        # when a rebalance last gave this instance partitions, and when it had read them again:
+        # how long a takeover took, readable after the fact (docs/operations.md)
+        self.assigned_at = Gauge(
+            "fleetplace_partitions_assigned_timestamp_seconds",
+            "Unix time of the last partition assignment to this instance",
+            registry=registry,
+        )
+        self.caught_up_at = Gauge(
+            "fleetplace_owned_caught_up_timestamp_seconds",
+            "Unix time this instance had last read the placements of its partitions to their end",
+            registry=registry,
+        )
         self.stalls = Counter(
             "fleetplace_stalls_total",
             "Times the event loop stood still long enough to lose the group (then it rejoins)",
@@ -203,6 +215,7 @@ class SchedulerWorker:
         self._placements_caught_up = False
         self._owned_stale = True
         self._stalled = False  # the group has spoken: what we own now is ours
+        self.metrics.assigned_at.set(time.time())
         log.info("partitions assigned", partitions=sorted(p for _, p in assigned))
 
     def _check_stall(self, group: Any) -> bool:
@@ -269,6 +282,7 @@ class SchedulerWorker:
         if not records and not self._placements_caught_up and self._assigned:
             self._placements_caught_up = await caught_up(self._group, sorted(self._assigned))
             if self._placements_caught_up:
+                self.metrics.caught_up_at.set(time.time())
                 self.processor.mark_all("startup")
 
     async def on_turn(self, turn: Turn) -> None:

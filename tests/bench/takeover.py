@@ -13,9 +13,11 @@ the dead worker owned. Measured from the kill, on the survivor:
 * `read_s`: a bare consumer reading the state a worker rebuilds from (every input topic and
   `decisions`), from the beginning to the end, in the same run: the floor of any rebuild.
 
-`ratio = first_diff_s / read_s`. Beside it, `session_timeout_s` (the worker's consumer-group
-session: the floor of `owned_s`, since a SIGKILLed member is only dropped when it expires) and
-`ready_after_owned_s` (ownership to `/readyz`: the survivor's own catch-up). The takeover itself must publish nothing new: every diff after
+`ratio = first_diff_s / read_s`. Beside it, the phases from the survivor's own gauges (read once
+it is idle): `session_timeout_s` (the worker's consumer-group session: a SIGKILLed member is only
+dropped when it expires), `assigned_s` (the rebalance gave the survivor the partitions) and
+`caught_up_s` (it had read their placements again); from there to `first_diff_s` is the
+re-evaluation. The takeover itself must publish nothing new: every diff after
 the kill changes its placement's decision (the change moves some, and Balance then moves others);
 the run fails if one repeats the decision in force.
 
@@ -140,7 +142,7 @@ async def main(clusters: int, placements: int) -> None:
                     change["status"]["allocatable"]["cpu"] = "1"
                     before = len(decisions.arrivals)
                     port = ports[survivor]
-                    t0 = time.monotonic()
+                    t0, killed_at = time.monotonic(), time.time()
                     os.kill(children[victim].pid, signal.SIGKILL)
                     delivered = (await send_all(producer, [record_of(topics, change)]))[0]
                     watermark_key = f"{topics.unprefixed(delivered.topic)}/{delivered.partition}"
@@ -189,6 +191,11 @@ async def main(clusters: int, placements: int) -> None:
                         raise AssertionError(
                             f"the takeover republished {len(strays)} decisions: {strays[:5]}"
                         )
+                    # when the group gave the survivor the partitions, and when it had read them
+                    # again: its own gauges, read now that it is idle (polled during the takeover,
+                    # a busy survivor answers late)
+                    assigned = metric(port, "fleetplace_partitions_assigned_timestamp_seconds") - killed_at
+                    caught_up = metric(port, "fleetplace_owned_caught_up_timestamp_seconds") - killed_at
                     moved_off = sum(1 for d in after if target not in d["decisions"])
                     note(
                         f"after the kill: {len(after)} diffs, every one a changed decision ({moved_off} off {target})"
@@ -206,10 +213,12 @@ async def main(clusters: int, placements: int) -> None:
             "first_diff_s": round(first_diff, 2),
             "read_s": round(read_s, 2),
             "ratio": round(first_diff / read_s, 2),
-            # what the group costs before the survivor can start (the dead member's session), and
-            # what the survivor then takes to be ready: the part fleetplace's own code decides
+            # the phases: the dead member's session (the floor of `assigned_s`), the group giving
+            # the survivor its partitions, the survivor having read them again; after that, the
+            # re-evaluation until `first_diff_s`
             "session_timeout_s": SESSION_TIMEOUT_MS / 1000,
-            "ready_after_owned_s": round(ready - owned, 2),
+            "assigned_s": round(assigned, 2),
+            "caught_up_s": round(caught_up, 2),
         }
     )
 
