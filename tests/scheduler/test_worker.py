@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from fleetplace.shared.bus.topics import Topics
@@ -149,7 +151,14 @@ async def test_not_ready_after_a_rebalance_until_the_moved_placements_are_read(
         await bus.wait_for(lambda: "ns1/p1" in bus.latest(), what="p1 decided")
         assert worker.ready
         partition = (topics.placements, 0)
+        before = time.time()
         await worker._assign({partition})  # what the group's rebalance listener does
         assert not worker.ready, "a moved partition not read yet: not ready"
         await bus.wait_for(lambda: worker.ready, what="the moved partition read again")
         assert len(bus.latest()) == 1 and bus.latest()["ns1/p1"]["seq"] == 1  # and nothing republished
+        # the takeover's two moments, as its gauges keep them
+        sample = worker.registry.get_sample_value
+        assigned_at = sample("fleetplace_partitions_assigned_timestamp_seconds")
+        caught_up_at = sample("fleetplace_owned_caught_up_timestamp_seconds")
+        assert assigned_at is not None and caught_up_at is not None
+        assert before <= assigned_at <= caught_up_at <= time.time()
