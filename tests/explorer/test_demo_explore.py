@@ -63,6 +63,10 @@ def test_demo_explore_serves_the_explorer_on_its_history_until_interrupted() -> 
         except subprocess.TimeoutExpired:
             demo.send_signal(signal.SIGABRT)
             out, _ = demo.communicate(timeout=30)
+            # the aborted demo cannot stop its broker: stop it by the PID the demo printed
+            started = re.search(r"embedded Tansu broker at\s+\S+\s+\(pid\s+(\d+)", "".join(lines))
+            if started:
+                os.kill(int(started.group(1)), signal.SIGTERM)
             raise AssertionError(
                 f"the demo did not stop within 90 s of Ctrl-C; its stacks:\n{out[-20000:]}"
             ) from None
@@ -70,5 +74,10 @@ def test_demo_explore_serves_the_explorer_on_its_history_until_interrupted() -> 
         assert "all 17 acts passed" in out
     finally:
         if demo.poll() is None:
-            demo.kill()
-            demo.wait()
+            # SIGTERM first: the demo stops the broker it started (a SIGKILL would leave it running)
+            demo.terminate()
+            try:
+                demo.wait(30)
+            except subprocess.TimeoutExpired:
+                demo.kill()
+                demo.wait()
