@@ -209,8 +209,9 @@ def _awaiting_report(told: set[str], groups: Iterable[DecisionGroup]) -> list[Cl
     out = []
     for g in sorted(groups, key=lambda g: g.group_index):
         key = GroupKey(g.group_name, g.group_index)
-        out += [ClusterRolloutStatus(c, RolloutStatus.TO_APPLY, key) for c in sorted(told & set(g.clusters))]
-        told = told - set(g.clusters)
+        here = told.intersection(g.clusters)
+        out += [ClusterRolloutStatus(c, RolloutStatus.TO_APPLY, key) for c in sorted(here)]
+        told = told - here
     return out
 
 
