@@ -269,8 +269,8 @@ class Deployers:
 class Outcome:
     diffs: list[dict[str, Any]] = field(default_factory=list)
     state: dict[str, dict[str, Any] | None] = field(default_factory=dict)
-    # (rollout, cluster, report, partition, offset)
-    reports: list[tuple[str, str, RolloutStatusReport, int, int]] = field(default_factory=list)
+    # (rollout, cluster, report), in the order read
+    reports: list[tuple[str, str, RolloutStatusReport]] = field(default_factory=list)
     deadletters: int = 0
 
 
@@ -292,7 +292,7 @@ async def read_outcome(bootstrap: str, topics: Topics, timeout: float = 120) -> 
             else:
                 rollout_key, _, cluster = key.rpartition("/")
                 report = RolloutStatusReport.model_validate(value)
-                out.reports.append((rollout_key, cluster, report, r.partition, r.offset))
+                out.reports.append((rollout_key, cluster, report))
     return out
 
 
@@ -327,7 +327,7 @@ def check(
     # soak ends per (rollout, revision, cluster): the earliest Succeeded report's time + soak
     soaked: dict[tuple[str, str, str], datetime] = {}
     final_reports: dict[tuple[str, str], RolloutStatusReport] = {}
-    for rollout_key, cluster, report, _partition, _offset in outcome.reports:
+    for rollout_key, cluster, report in outcome.reports:
         final_reports[(rollout_key, cluster)] = report
         if report.status == "Succeeded" and report.last_transition_time is not None:
             where = (rollout_key, report.revision, cluster)
