@@ -4,8 +4,9 @@ Sources: a global-table reader over clusters, taints, scores, clustersets, clust
 decisions (every instance reads all of it), plus `placements` through a consumer group (an
 instance owns the placements of its partitions). Sink: `decisions` (the audit log and the
 checkpoint) and `placement-decisions` (current state). No offsets are committed: after a restart
-or a rebalance the placements are re-read from the beginning and only what differs from the last
-published decision is published.
+the placements are re-read from the beginning, after a rebalance those of the partitions new to
+the instance (one it owned before is read on from where it stopped), and only what differs from
+the last published decision is published.
 """
 
 from __future__ import annotations
@@ -126,6 +127,8 @@ class SchedulerWorker:
         self._consumed: dict[str, Any] = {}  # topic -> its child of metrics.consumed
         self.clock = Clock(settings.clock)
         self._assigned: set[tuple[str, int]] = set()
+        # revoked and not yet assigned again or to another instance: see `_revoke`
+        self._released: set[tuple[str, int]] = set()
         self._placement_partition: dict[str, int] = {}
         self._placement_next: dict[int, int] = {}
         self.processor = SchedulerProcessor(
@@ -196,27 +199,51 @@ class SchedulerWorker:
             await asyncio.gather(*pending, return_exceptions=True)
 
     def _revoke(self, revoked: set[tuple[str, int]]) -> None:
+        """Stop owning `revoked` at once (nothing of theirs is evaluated or published from here).
+        What was read of them stays until the assignment that ends the rebalance: in Kafka's
+        eager rebalance every member gives up all of its partitions first and most come back to
+        it, and a partition that comes back is not read again (`_assign`)."""
         self._assigned -= revoked
+        self._released |= revoked
         self._owned_stale = True
-        lost = [k for k, p in self._placement_partition.items() if (self.topics.placements, p) in revoked]
+        log.info("partitions revoked", partitions=sorted(p for _, p in revoked))
+
+    def _forget_partitions(self, gone: set[tuple[str, int]]) -> int:
+        """Drop the placements of partitions another instance owns now; how many."""
+        lost = [k for k, p in self._placement_partition.items() if (self.topics.placements, p) in gone]
         for key in lost:
             self.processor.drop(key)
             del self._placement_partition[key]
-        for _, p in revoked:
+        for _, p in gone:
             self._placement_next.pop(p, None)
-        log.info("partitions revoked", partitions=sorted(p for _, p in revoked), placements=len(lost))
+        return len(lost)
 
     async def _assign(self, assigned: set[tuple[str, int]]) -> None:
+        """Own `assigned`: a partition given back keeps its placements and is read on from where
+        reading stopped; a new one is read from the beginning. Every owned placement is evaluated
+        again once they are read (`on_records`), so whatever changed while none was owned is
+        caught up (a placement is marked dirty only while owned)."""
+        kept = {tp for tp in self._released & assigned if tp[1] in self._placement_next}
+        dropped = self._forget_partitions(self._released - assigned)
+        self._released = set()
         self._assigned |= assigned
-        # read the new partitions from the beginning, and catch up on decisions before evaluating
         if assigned and self._group is not None:
-            await self._group.seek_to_beginning(*[TopicPartition(t, p) for t, p in assigned])
-        self._need_catchup = True
+            fresh = [TopicPartition(t, p) for t, p in assigned - kept]
+            if fresh:
+                await self._group.seek_to_beginning(*fresh)
+            for t, p in kept:
+                self._group.seek(TopicPartition(t, p), self._placement_next[p])
+        self._need_catchup = True  # and catch up on decisions before evaluating
         self._placements_caught_up = False
         self._owned_stale = True
         self._stalled = False  # the group has spoken: what we own now is ours
         self.metrics.assigned_at.set(time.time())
-        log.info("partitions assigned", partitions=sorted(p for _, p in assigned))
+        log.info(
+            "partitions assigned",
+            partitions=sorted(p for _, p in assigned),
+            read_on=sorted(p for _, p in kept),
+            placements_dropped=dropped,
+        )
 
     def _check_stall(self, group: Any) -> bool:
         """True from a standstill of the event loop longer than STALL_S until the next assignment.

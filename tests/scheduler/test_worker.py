@@ -162,3 +162,60 @@ async def test_not_ready_after_a_rebalance_until_the_moved_placements_are_read(
         caught_up_at = sample("fleetplace_owned_caught_up_timestamp_seconds")
         assert assigned_at is not None and caught_up_at is not None
         assert before <= assigned_at <= caught_up_at <= time.time()
+
+
+async def test_a_rebalance_reads_again_only_the_partitions_new_to_the_instance(
+    broker: str, topics: Topics
+) -> None:
+    # Kafka's eager rebalance: every partition is revoked, then the new assignment arrives. The
+    # listener's two calls are made here as the group makes them (on the real consumer, whose
+    # partitions do not change, so whatever this worker reads is what its seeks ask for).
+    names = [f"p{i:02d}" for i in range(16)]
+    async with Bus(broker, topics) as bus, running(settings_for(broker, topics.prefix)) as worker:
+        await bus.publish(*base_fleet(), cluster("c1"), *(placement("ns1", n) for n in names))
+        await bus.wait_for(lambda: len(bus.latest()) == len(names), what="every placement decided")
+        await bus.wait_for(lambda: worker.ready, what="ready")
+        sample = worker.registry.get_sample_value
+
+        def placements_read() -> float:
+            return sample("fleetplace_records_consumed_total", {"topic": "placements"}) or 0.0
+
+        def owned() -> float:
+            return sample("fleetplace_placements_owned") or 0.0
+
+        partition_of = {key: p for key, p in worker._placement_partition.items()}
+        used = sorted(set(partition_of.values()))
+        assert len(used) >= 2, "the keys spread over several partitions"
+        everything = {(topics.placements, p) for p in range(12)}
+        lost = {(topics.placements, used[0])}
+        lost_keys = {k for k, p in partition_of.items() if p == used[0]}
+        read_before, published_before = placements_read(), len(bus.decisions)
+
+        # 1. every partition revoked, all but one given back: nothing is read again
+        worker._revoke(everything)
+        await worker._assign(everything - lost)
+        await bus.wait_for(lambda: worker.ready, what="ready after keeping its partitions")
+        await bus.wait_for(
+            lambda: owned() == len(names) - len(lost_keys), what="the lost partition's placements dropped"
+        )
+        assert placements_read() == read_before
+        assert not any(key in worker.processor.fleet.placements for key in lost_keys)
+
+        # 2. everything revoked again, the lost partition comes back: only it is read, from the start
+        worker._revoke(everything - lost)
+        await worker._assign(everything)
+        await bus.wait_for(lambda: worker.ready, what="ready after taking the partition back")
+        await bus.wait_for(lambda: owned() == len(names), what="every placement owned again")
+        assert placements_read() == read_before + len(lost_keys)
+
+        # 3. a placement changed while no partition was owned is evaluated after the assignment
+        worker._revoke(everything)
+        target = sorted(partition_of)[1]
+        await bus.publish(cluster("c2"))
+        await worker._assign(everything)
+        await bus.wait_for(
+            lambda: bus.latest()[target]["decisions"] == ["c1", "c2"], what="the new cluster placed"
+        )
+        # nothing else was published: one diff per placement for the new cluster, none repeated
+        assert len(bus.decisions) == published_before + len(names)
+        assert all(d["seq"] == 2 for d in bus.latest().values())
