@@ -588,7 +588,9 @@ class SchedulerProcessor:
     def evaluate(
         self, now: datetime, inputs: Mapping[str, int] | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        """Evaluate the dirty placements once each, in namespace/name order; return the diffs."""
+        """Evaluate the dirty placements once each, in namespace/name order; return the diffs. A
+        placement marked while this instance owned it and given up since (a rebalance) is not
+        evaluated: its new owner publishes its decisions."""
         self.tick(now)
         # sorted once per fan-out, not once per slice of it
         order = self._order if self._order is not None else sorted(self.dirty)
@@ -597,6 +599,8 @@ class SchedulerProcessor:
         diffs: list[dict[str, Any]] = []
         for key in keys:
             trigger = self.dirty.pop(key)
+            if not self.owns(key):
+                continue
             diff = self._evaluate_one(key, trigger, now, inputs or {})
             if diff is not None:
                 diffs.append(diff)

@@ -80,6 +80,23 @@ def test_reevaluation_without_change_publishes_nothing() -> None:
     assert p.evaluate(T0) == []
 
 
+def test_a_placement_given_up_after_it_was_marked_is_not_evaluated() -> None:
+    # a rebalance can take a placement away between its mark and its evaluation: the new owner
+    # publishes its next seq, so a diff from here would be a second, conflicting one
+    owned = {"ns1/a", "ns1/b"}
+    p = SchedulerProcessor(owns=lambda key: key in owned)
+    fleet(p)
+    p.apply("placements", "ns1/a", placement("ns1", "a"))
+    p.apply("placements", "ns1/b", placement("ns1", "b"))
+    assert set(p.dirty) == owned
+    owned.discard("ns1/b")
+    assert [d["placement"] for d in p.evaluate(T0)] == ["ns1/a"]
+    assert not p.dirty and "ns1/b" not in p.published
+    owned.add("ns1/b")  # given back: evaluated once marked again
+    p.mark_all("startup")
+    assert [d["placement"] for d in p.evaluate(T0)] == ["ns1/b"]
+
+
 def test_label_change_gives_exactly_the_expected_diff_and_next_seq() -> None:
     p = SchedulerProcessor()
     fleet(p)
