@@ -106,6 +106,12 @@ class Turn:
         return taken
 
 
+def heartbeat_interval_ms(session_timeout_ms: int) -> int:
+    """A member's heartbeat: every second, or a third of a shorter session (Kafka's rule of thumb),
+    so that a live member misses no session however its heartbeats fall."""
+    return min(1000, session_timeout_ms // 3)
+
+
 @dataclass(frozen=True)
 class Topology:
     """Where a worker reads. `group` topics are subscribed when the worker is first ready if
@@ -123,8 +129,6 @@ class Topology:
     group_id: str
     broadcast_max_records: int = 10_000
     group_max_records: int = 5_000
-    session_timeout_ms: int = 6000
-    heartbeat_interval_ms: int = 1000
     subscribe_when_ready: bool = False
     coalesce_records: int = 0
     group_options: Mapping[str, Any] = field(default_factory=dict)
@@ -267,8 +271,8 @@ class WorkerRuntime:
             self.group = make_consumer(
                 kafka,
                 group_id=top.group_id,
-                session_timeout_ms=top.session_timeout_ms,
-                heartbeat_interval_ms=top.heartbeat_interval_ms,
+                session_timeout_ms=self.settings.group_session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms(self.settings.group_session_timeout_ms),
                 max_poll_records=top.group_max_records,
                 **top.group_options,
             )

@@ -48,8 +48,6 @@ EVALUATION_SLICE = 200
 # Records taken into one turn, at most, when more are already fetched: when the worker is behind,
 # more reports coalesce into one evaluation per rollout.
 BATCH_LIMIT = 100_000
-SESSION_TIMEOUT_MS = 6000
-HEARTBEAT_INTERVAL_MS = 1000
 
 
 class _Metrics:
@@ -108,8 +106,6 @@ class RolloutWorker:
                 group_id=settings.rollout_group_id,
                 broadcast_max_records=20_000,
                 group_max_records=20_000,
-                session_timeout_ms=SESSION_TIMEOUT_MS,
-                heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
                 coalesce_records=BATCH_LIMIT,
                 group_options={"partition_assignment_strategy": (RangePartitionAssignor,)},
                 producer_options={"linger_ms": 5, "max_batch_size": 262144},

@@ -29,6 +29,7 @@ from fleetplace.services.lifecycle import (
     Topology,
     Turn,
     WorkerRuntime,
+    heartbeat_interval_ms,
     run_until_signalled,
 )
 from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
@@ -59,11 +60,13 @@ EVALUATION_SLICE = 500
 PREPARE_STEP_S = 0.02  # CEL work between two pauses (at least one cluster's verdict)
 PREPARE_PAUSE_S = 0.005
 CONSUME_STEP_S = 0.05  # records applied between two turns of the event loop
-SESSION_TIMEOUT_MS = 6000
-HEARTBEAT_INTERVAL_MS = 1000
-# An event loop that stood still this long may have missed enough heartbeats to be expelled from
-# the group (the last heartbeat can precede the standstill by one interval): assume it was.
-STALL_S = (SESSION_TIMEOUT_MS - HEARTBEAT_INTERVAL_MS) / 1000 - 0.5
+
+
+def stall_seconds(session_timeout_ms: int) -> float:
+    """How long an event loop may stand still before the instance assumes it was expelled from the
+    group: the last heartbeat can precede the standstill by one interval, and half a second more
+    is kept for the check's own period."""
+    return (session_timeout_ms - heartbeat_interval_ms(session_timeout_ms)) / 1000 - 0.5
 
 
 class _Metrics:
@@ -150,6 +153,7 @@ class SchedulerWorker:
         self._reader_stuck = False
         self._inflight: list[asyncio.Task[Any]] = []
         self._alive_at = time.monotonic()
+        self._stall_s = stall_seconds(settings.group_session_timeout_ms)
         self._stalled = False
         self.published = 0
         broadcast = [self.topics.name(t) for t in BROADCAST]
@@ -164,8 +168,6 @@ class SchedulerWorker:
                 group_id=settings.scheduler_group_id,
                 broadcast_max_records=20_000,
                 group_max_records=20_000,
-                session_timeout_ms=SESSION_TIMEOUT_MS,
-                heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
                 producer_options={"linger_ms": 5, "max_batch_size": 262144},
             ),
             name="scheduler",
@@ -246,7 +248,8 @@ class SchedulerWorker:
         )
 
     def _check_stall(self, group: Any) -> bool:
-        """True from a standstill of the event loop longer than STALL_S until the next assignment.
+        """True from a standstill of the event loop longer than `stall_seconds` of the group session
+        until the next assignment.
 
         While the loop stood still (SIGSTOP, a VM freeze, a long synchronous step) the group may
         have expelled this instance and given its partitions to another, which then publishes the
@@ -255,7 +258,7 @@ class SchedulerWorker:
         """
         now = time.monotonic()
         gap, self._alive_at = now - self._alive_at, now
-        if gap > STALL_S and not self._stalled:
+        if gap > self._stall_s and not self._stalled:
             self._stalled = True
             self.metrics.stalls.inc()
             log.warning(

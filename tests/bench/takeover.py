@@ -23,6 +23,7 @@ the run fails if one repeats the decision in force.
 
     python -m tests.bench.takeover            # 5,000 clusters x 10,000 placements
     python -m tests.bench.takeover --quick    # 1,000 x 2,000
+    python -m tests.bench.takeover --session-timeout-ms 3000   # a shorter group session
 """
 
 from __future__ import annotations
@@ -41,11 +42,11 @@ from collections import Counter
 
 import orjson
 
-from fleetplace.services.scheduler.worker import SESSION_TIMEOUT_MS
 from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.bus.envelope import Envelope
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
 from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.settings import Settings
 from fleetplace.shared.testing import create_topics, running_broker
 from tests.bench.e2e import Tail, emit, metric, note, process, record_of, worker_command
 from tests.bench.scenario import fleet_objects, placement
@@ -216,7 +217,7 @@ async def main(clusters: int, placements: int) -> None:
             # the phases: the dead member's session (the floor of `assigned_s`), the group giving
             # the survivor its partitions, the survivor having read them again; after that, the
             # re-evaluation until `first_diff_s`
-            "session_timeout_s": SESSION_TIMEOUT_MS / 1000,
+            "session_timeout_s": Settings().group_session_timeout_ms / 1000,
             "assigned_s": round(assigned, 2),
             "caught_up_s": round(caught_up, 2),
         }
@@ -228,7 +229,14 @@ def cli() -> None:
         prog="python -m tests.bench.takeover", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--quick", action="store_true", help="1,000 clusters x 2,000 placements")
+    parser.add_argument(
+        "--session-timeout-ms",
+        type=int,
+        help="the workers' group session (FLEETPLACE_GROUP_SESSION_TIMEOUT_MS; default: the setting's)",
+    )
     args = parser.parse_args()
+    if args.session_timeout_ms is not None:  # the workers inherit the environment
+        os.environ["FLEETPLACE_GROUP_SESSION_TIMEOUT_MS"] = str(args.session_timeout_ms)
     clusters, placements = (1000, 2000) if args.quick else (5000, 10_000)
     asyncio.run(main(clusters, placements))
     sys.exit(0)

@@ -201,3 +201,23 @@ def test_every_bad_port_names_the_variable_and_never_the_field(
     message = describe(raised.value)
     assert message.startswith("FLEETPLACE_HTTP_PORT: ") and repr(port) in message
     assert "http_port" not in message
+
+
+def test_the_group_session_sets_the_heartbeat_and_the_stall_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fleetplace.services.lifecycle import heartbeat_interval_ms
+    from fleetplace.services.scheduler.worker import stall_seconds
+    from fleetplace.shared.settings import describe
+
+    # Kafka's default broker minimum, the heartbeat every second, a standstill of 4.5 s expelled
+    assert Settings().group_session_timeout_ms == 6000
+    assert (heartbeat_interval_ms(6000), stall_seconds(6000)) == (1000, 4.5)
+    # a short session heartbeats three times per session, and a stall is assumed sooner
+    monkeypatch.setenv("FLEETPLACE_GROUP_SESSION_TIMEOUT_MS", "2400")
+    session = Settings().group_session_timeout_ms
+    assert (heartbeat_interval_ms(session), stall_seconds(session)) == (800, 1.1)
+    monkeypatch.setenv("FLEETPLACE_GROUP_SESSION_TIMEOUT_MS", "500")
+    with pytest.raises(ValidationError) as raised:
+        Settings()
+    assert describe(raised.value) == (
+        "FLEETPLACE_GROUP_SESSION_TIMEOUT_MS: must be greater than or equal to 1000: '500'"
+    )

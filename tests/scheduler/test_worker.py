@@ -219,3 +219,10 @@ async def test_a_rebalance_reads_again_only_the_partitions_new_to_the_instance(
         # nothing else was published: one diff per placement for the new cluster, none repeated
         assert len(bus.decisions) == published_before + len(names)
         assert all(d["seq"] == 2 for d in bus.latest().values())
+
+
+async def test_the_group_session_setting_reaches_the_consumer(broker: str, topics: Topics) -> None:
+    settings = settings_for(broker, topics.prefix, group_session_timeout_ms=2400)
+    async with running(settings) as worker:
+        group = worker.runtime.group  # aiokafka keeps what it sends in JoinGroup and heartbeats
+        assert (group._session_timeout_ms, group._heartbeat_interval_ms) == (2400, 800)
