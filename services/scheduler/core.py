@@ -766,6 +766,25 @@ class SchedulerProcessor:
             sort_by="Score" if sort_by_score else None,
         )
 
+    def withdraw(self, keys: Iterable[str]) -> None:
+        """Take back diffs `evaluate` returned that will not be published (the instance may have
+        lost these placements while it computed them): each placement's decision in force is again
+        the one its diff replaced, as the state and as what Balance counts. Nothing is marked: an
+        instance that withdraws rejoins its group and evaluates everything it owns then."""
+        for key in keys:
+            pending = self._pending.pop(key, None)
+            if pending is None:
+                continue
+            before = pending.before
+            if before is None:
+                self.published.pop(key, None)
+            else:
+                self.published[key] = before
+            if before is None or before.deleted:
+                self.fleet.remove_decisions(f"placement:{key}")
+            else:
+                self.engine.set_decision(key, before.decisions)
+
     # ---- views ----------------------------------------------------------------------------
     def take_pending(self, key: str) -> Pending | None:
         """What the diff `evaluate` just returned for `key` replaced, and its reasons; once."""

@@ -408,10 +408,11 @@ class SchedulerWorker:
     async def _evaluate(self, now: datetime, reader: BroadcastReader, outgoing: list[OutgoingRecord]) -> None:
         """Evaluate every dirty placement, in slices, and publish the diffs of each slice as it is done.
 
-        Between slices the event loop runs: the producer sends what is ready while the next slice
-        is evaluated, and heartbeats and the HTTP endpoints keep answering during a fan-out to
-        thousands of placements. The slices follow the same namespace/name order as one call
-        would, with nothing consumed in between. All records are acknowledged before returning.
+        Between slices the event loop runs: a slice's diffs are sent and acknowledged before the
+        next slice is computed, and heartbeats and the HTTP endpoints keep answering during a
+        fan-out to thousands of placements. A slice computed across a standstill of the loop is
+        taken back instead of published (`_check_stall`). The slices follow the same
+        namespace/name order as one call would, with nothing consumed in between.
         """
         self.processor.tick(now)
         inputs = self._inputs(reader) if self.processor.dirty else {}
@@ -433,8 +434,19 @@ class SchedulerWorker:
                 diffs = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
                 self.metrics.evaluations.inc(n)
                 self.metrics.latency.observe((time.perf_counter() - t0) / n)
+                if diffs and self._check_stall(self._group):
+                    # the loop stood still while these were computed: another instance may own
+                    # these placements by now and publish their next seq
+                    self.processor.withdraw([d["placement"] for d in diffs])
+                    log.warning("diffs computed across a standstill taken back", placements=len(diffs))
+                    break
                 if diffs:
-                    sends.append(asyncio.create_task(send_all(self.producer, self._diff_records(diffs, now))))
+                    send = asyncio.create_task(send_all(self.producer, self._diff_records(diffs, now)))
+                    sends.append(send)
+                    # acknowledged before the next slice is computed: records left in the producer
+                    # while a slice is evaluated (the loop cannot send meanwhile) would go out after
+                    # a standstill in that slice, when another instance may own their placements
+                    await send
                 await asyncio.sleep(0)
             await asyncio.gather(*sends)
         finally:

@@ -438,3 +438,28 @@ def test_the_decision_kept_after_publishing_is_the_one_read_back_from_the_diff()
     later = now + timedelta(seconds=1)
     diffs = p.evaluate(later)
     assert diffs and all(p.published[d["placement"]] == Published.from_diff(d) for d in diffs)
+
+
+def test_withdrawn_diffs_leave_the_state_as_before_and_are_computed_again_alike() -> None:
+    # a worker that stood still while computing diffs takes them back instead of publishing
+    p = SchedulerProcessor()
+    fleet(p)
+    p.apply("placements", "ns1/a", placement("ns1", "a", numberOfClusters=1))
+    p.apply("placements", "ns1/b", placement("ns1", "b", numberOfClusters=1))
+    first = {d["placement"]: d for d in p.evaluate(T0)}
+    for key in first:
+        p.take_pending(key)  # published
+    taint = [{"key": "maintenance", "effect": "NoSelect", "timeAdded": "2026-01-01T00:00:00Z"}]
+    p.apply("clusters", "c1", cluster("c1", {"tier": "gold"}, taints=taint))
+    before = ({k: v.decisions for k, v in p.published.items()}, p.fleet.decision_counts().tolist())
+    again = {d["placement"]: d for d in p.evaluate(T0)}
+    assert again and all(d["seq"] == 2 for d in again.values())
+    p.withdraw(again)
+    assert ({k: v.decisions for k, v in p.published.items()}, p.fleet.decision_counts().tolist()) == before
+    p.mark_all("startup")
+    computed = {d["placement"]: {**d, "trigger": None} for d in p.evaluate(T0)}
+    assert computed == {k: {**d, "trigger": None} for k, d in again.items()}
+    # a placement never published before: withdrawn, it has no decision at all
+    p.apply("placements", "ns1/c", placement("ns1", "c", numberOfClusters=1))
+    p.withdraw([d["placement"] for d in p.evaluate(T0)])
+    assert "ns1/c" not in p.published and not p.fleet.decisions.own("ns1", "c")
