@@ -173,7 +173,7 @@ class Settings(BaseSettings):
     # The consumer-group session of every worker: an instance that dies (SIGKILL, a lost node) is
     # replaced once it expires, so it bounds how long its placements go unserved. Kafka brokers
     # refuse a session shorter than their `group.min.session.timeout.ms` (6 s by default); a
-    # longer one rides out longer pauses (docs/operations.md#scaling-and-failover).
+    # longer one rides out longer pauses (docs/operations.md#running-several-workers).
     group_session_timeout_ms: int = Field(default=6000, ge=1000, le=3_600_000)
 
     scheduler_group_id: str = "fleetplace-scheduler"
