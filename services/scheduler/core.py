@@ -781,7 +781,7 @@ class SchedulerProcessor:
             else:
                 self.published[key] = before
             if before is None or before.deleted:
-                self.fleet.remove_decisions(f"placement:{key}")
+                self.engine.clear_decision(key)
             else:
                 self.engine.set_decision(key, before.decisions)
 

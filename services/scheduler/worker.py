@@ -434,13 +434,13 @@ class SchedulerWorker:
                 diffs = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
                 self.metrics.evaluations.inc(n)
                 self.metrics.latency.observe((time.perf_counter() - t0) / n)
-                if diffs and self._check_stall(self._group):
-                    # the loop stood still while these were computed: another instance may own
-                    # these placements by now and publish their next seq
-                    self.processor.withdraw([d["placement"] for d in diffs])
-                    log.warning("diffs computed across a standstill taken back", placements=len(diffs))
-                    break
                 if diffs:
+                    if self._check_stall(self._group):
+                        # the loop stood still while these were computed: another instance may
+                        # own these placements by now and publish their next seq
+                        self.processor.withdraw([d["placement"] for d in diffs])
+                        log.warning("diffs computed across a standstill taken back", placements=len(diffs))
+                        break
                     send = asyncio.create_task(send_all(self.producer, self._diff_records(diffs, now)))
                     sends.append(send)
                     # acknowledged before the next slice is computed: records left in the producer

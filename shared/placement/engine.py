@@ -107,6 +107,10 @@ class PlacementEngine:
         namespace, _, name = key.partition("/")
         self.fleet.set_decisions(f"placement:{key}", namespace, name, clusters)
 
+    def clear_decision(self, key: str) -> None:
+        """The placement has no decision of its own (one that was never published is taken back)."""
+        self.fleet.remove_decisions(f"placement:{key}")
+
     def forget(self, key: str) -> None:
         forget(self.fleet, key)
         namespace, _, name = key.partition("/")

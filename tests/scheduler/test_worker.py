@@ -183,7 +183,7 @@ async def test_a_rebalance_reads_again_only_the_partitions_new_to_the_instance(
         def owned() -> float:
             return sample("fleetplace_placements_owned") or 0.0
 
-        partition_of = {key: p for key, p in worker._placement_partition.items()}
+        partition_of = dict(worker._placement_partition)
         used = sorted(set(partition_of.values()))
         assert len(used) >= 2, "the keys spread over several partitions"
         everything = {(topics.placements, p) for p in range(12)}
