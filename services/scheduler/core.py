@@ -586,24 +586,36 @@ class SchedulerProcessor:
 
     # ---- evaluation -----------------------------------------------------------------------
     def evaluate(
-        self, now: datetime, inputs: Mapping[str, int] | None = None, limit: int | None = None
+        self,
+        now: datetime,
+        inputs: Mapping[str, int] | None = None,
+        limit: int | None = None,
+        enough: Callable[[], bool] | None = None,
     ) -> list[dict[str, Any]]:
         """Evaluate the dirty placements once each, in namespace/name order; return the diffs. A
         placement marked while this instance owned it and given up since (a rebalance) is not
-        evaluated: its new owner publishes its decisions."""
+        evaluated: its new owner publishes its decisions.
+
+        A slice of that order: at most `limit` placements, and none after one at which `enough()`
+        (the caller's time budget) is true; the next call goes on where this one stopped, so the
+        slices together give the diffs of one call."""
         self.tick(now)
         # sorted once per fan-out, not once per slice of it
         order = self._order if self._order is not None else sorted(self.dirty)
-        keys, rest = (order, []) if limit is None else (order[:limit], order[limit:])
-        self._order = rest or None
+        stop = len(order) if limit is None else min(limit, len(order))
         diffs: list[dict[str, Any]] = []
-        for key in keys:
+        taken = 0
+        while taken < stop:
+            key = order[taken]
+            taken += 1
             trigger = self.dirty.pop(key)
-            if not self.owns(key):
-                continue
-            diff = self._evaluate_one(key, trigger, now, inputs or {})
-            if diff is not None:
-                diffs.append(diff)
+            if self.owns(key):
+                diff = self._evaluate_one(key, trigger, now, inputs or {})
+                if diff is not None:
+                    diffs.append(diff)
+            if enough is not None and enough():
+                break
+        self._order = order[taken:] or None
         return diffs
 
     def _evaluate_one(

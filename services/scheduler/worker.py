@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,8 +55,10 @@ BROADCAST = (
     "clustersetbindings",
     "decisions",
 )
-# Placements evaluated between two turns of the event loop: about 0.1-0.2 s of engine time.
+# Placements evaluated between two turns of the event loop, at most (about 0.1-0.2 s of engine
+# time at 1,000 clusters); fewer once the slice has taken `slice_seconds`.
 EVALUATION_SLICE = 500
+SLICE_S = 0.25  # the longest one slice of evaluation holds the event loop (less under a short session)
 PREPARE_STEP_S = 0.02  # CEL work between two pauses (at least one cluster's verdict)
 PREPARE_PAUSE_S = 0.005
 CONSUME_STEP_S = 0.05  # records applied between two turns of the event loop
@@ -67,6 +69,20 @@ def stall_seconds(session_timeout_ms: int) -> float:
     group: the last heartbeat can precede the standstill by one interval, and half a second more
     is kept for the check's own period."""
     return (session_timeout_ms - heartbeat_interval_ms(session_timeout_ms)) / 1000 - 0.5
+
+
+def slice_seconds(session_timeout_ms: int) -> float:
+    """How long one slice of evaluation may hold the event loop: SLICE_S, and never more than a
+    quarter of `stall_seconds`. Bounded by time, not only by count, because a placement's cost grows
+    with the fleet and with the machine's load: 500 placements can take longer than a short
+    session's stall bound, and an instance whose own slices look like standstills rejoins the group
+    after every slice and never finishes a fan-out."""
+    return min(SLICE_S, stall_seconds(session_timeout_ms) / 4)
+
+
+def _budget(end: float) -> Callable[[], bool]:
+    """True once `time.perf_counter()` has reached `end`."""
+    return lambda: time.perf_counter() >= end
 
 
 class _Metrics:
@@ -154,6 +170,7 @@ class SchedulerWorker:
         self._inflight: list[asyncio.Task[Any]] = []
         self._alive_at = time.monotonic()
         self._stall_s = stall_seconds(settings.group_session_timeout_ms)
+        self._slice_s = slice_seconds(settings.group_session_timeout_ms)
         self._stalled = False
         self.published = 0
         broadcast = [self.topics.name(t) for t in BROADCAST]
@@ -430,8 +447,11 @@ class SchedulerWorker:
                 while not self.processor.prepare(time.perf_counter() + PREPARE_STEP_S):
                     await asyncio.sleep(PREPARE_PAUSE_S)  # long enough for I/O to make progress
                 t0 = time.perf_counter()
-                n = min(len(self.processor.dirty), EVALUATION_SLICE)
-                diffs = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
+                dirty = len(self.processor.dirty)
+                diffs = self.processor.evaluate(
+                    now, inputs, limit=EVALUATION_SLICE, enough=_budget(t0 + self._slice_s)
+                )
+                n = dirty - len(self.processor.dirty)
                 self.metrics.evaluations.inc(n)
                 self.metrics.latency.observe((time.perf_counter() - t0) / n)
                 if diffs:

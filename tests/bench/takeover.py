@@ -17,7 +17,8 @@ the dead worker owned. Measured from the kill, on the survivor:
 it is idle): `session_timeout_s` (the worker's consumer-group session: a SIGKILLed member is only
 dropped when it expires), `assigned_s` (the rebalance gave the survivor the partitions) and
 `caught_up_s` (it had read their placements again); from there to `first_diff_s` is the
-re-evaluation. The takeover itself must publish nothing new: every diff after
+re-evaluation. `stalls`: how often the survivor took its event loop's standing still for an
+expulsion and rejoined (each rejoin is a rebalance; 0 unless the machine paused it). The takeover itself must publish nothing new: every diff after
 the kill changes its placement's decision (the change moves some, and Balance then moves others);
 the run fails if one repeats the decision in force.
 
@@ -197,6 +198,7 @@ async def main(clusters: int, placements: int) -> None:
                     # a busy survivor answers late)
                     assigned = metric(port, "fleetplace_partitions_assigned_timestamp_seconds") - killed_at
                     caught_up = metric(port, "fleetplace_owned_caught_up_timestamp_seconds") - killed_at
+                    stalls = metric(port, "fleetplace_stalls_total")
                     moved_off = sum(1 for d in after if target not in d["decisions"])
                     note(
                         f"after the kill: {len(after)} diffs, every one a changed decision ({moved_off} off {target})"
@@ -220,6 +222,8 @@ async def main(clusters: int, placements: int) -> None:
             "session_timeout_s": Settings().group_session_timeout_ms / 1000,
             "assigned_s": round(assigned, 2),
             "caught_up_s": round(caught_up, 2),
+            # standstills the survivor took for an expulsion (each costs a rejoin): 0 unless paused
+            "stalls": int(stalls),
         }
     )
 

@@ -221,3 +221,14 @@ def test_the_group_session_sets_the_heartbeat_and_the_stall_bound(monkeypatch: p
     assert describe(raised.value) == (
         "FLEETPLACE_GROUP_SESSION_TIMEOUT_MS: must be greater than or equal to 1000: '500'"
     )
+
+
+def test_a_slice_of_evaluation_stays_well_inside_the_stall_bound() -> None:
+    from fleetplace.services.scheduler.worker import SLICE_S, slice_seconds, stall_seconds
+
+    # a quarter of a second by default; under a short session, a quarter of its stall bound, so
+    # the instance's own work is never taken for a standstill that expels it from the group
+    assert slice_seconds(6000) == SLICE_S == 0.25
+    assert slice_seconds(1000) == pytest.approx(stall_seconds(1000) / 4) and slice_seconds(1000) > 0.04
+    for session in range(1000, 60_001, 250):
+        assert 0 < slice_seconds(session) <= min(SLICE_S, stall_seconds(session) / 4)

@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fleetplace.services.scheduler.core import InvalidRecord, SchedulerOptions, SchedulerProcessor
 from fleetplace.shared.api.admission import admit
@@ -463,3 +465,39 @@ def test_withdrawn_diffs_leave_the_state_as_before_and_are_computed_again_alike(
     p.apply("placements", "ns1/c", placement("ns1", "c", numberOfClusters=1))
     p.withdraw([d["placement"] for d in p.evaluate(T0)])
     assert "ns1/c" not in p.published and not p.fleet.decisions.own("ns1", "c")
+
+
+def _fanned_out() -> SchedulerProcessor:
+    """Nine placements of one cluster each: each decision moves Balance for the ones after it."""
+    p = SchedulerProcessor()
+    fleet(p, 4)
+    for i in range(9):
+        ns = "ns1" if i % 2 else "ns2"
+        p.apply("placements", f"{ns}/p{i}", placement(ns, f"p{i}", numberOfClusters=1))
+    return p
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    budgets=st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=8), limit=st.integers(1, 9)
+)
+def test_slices_cut_by_a_time_budget_give_the_diffs_of_one_call(budgets: list[int], limit: int) -> None:
+    # the worker cuts a fan-out where its time budget runs out (`enough`): wherever the cuts
+    # fall, the slices give the same diffs, in the same order, as evaluating everything at once
+    whole = _fanned_out().evaluate(T0)
+    assert len(whole) == 9
+    p = _fanned_out()
+    sliced: list[dict[str, Any]] = []
+    for call in range(100):
+        if not p.dirty:
+            break
+        budget = budgets[call % len(budgets)]
+        evaluated = len(p.dirty)
+
+        def enough(budget: int = budget, start: int = evaluated) -> bool:
+            return start - len(p.dirty) >= budget
+
+        sliced += p.evaluate(T0, limit=limit, enough=enough)
+        # a slice stops at its limit or at the first placement past its budget, never before
+        assert evaluated - len(p.dirty) == min(limit, budget, evaluated)
+    assert sliced == whole
