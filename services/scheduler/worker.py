@@ -56,9 +56,9 @@ BROADCAST = (
     "decisions",
 )
 # Placements evaluated between two turns of the event loop, at most (about 0.1-0.2 s of engine
-# time at 1,000 clusters); fewer once the slice has taken `slice_seconds`.
+# time at 1,000 clusters); fewer once the slice has taken `step_seconds`.
 EVALUATION_SLICE = 500
-SLICE_S = 0.25  # the longest one slice of evaluation holds the event loop (less under a short session)
+STEP_S = 0.25  # the longest a step of the instance's own holds the event loop (less under a short session)
 PREPARE_STEP_S = 0.02  # CEL work between two pauses (at least one cluster's verdict)
 PREPARE_PAUSE_S = 0.005
 CONSUME_STEP_S = 0.05  # records applied between two turns of the event loop
@@ -71,13 +71,15 @@ def stall_seconds(session_timeout_ms: int) -> float:
     return (session_timeout_ms - heartbeat_interval_ms(session_timeout_ms)) / 1000 - 0.5
 
 
-def slice_seconds(session_timeout_ms: int) -> float:
-    """How long one slice of evaluation may hold the event loop: SLICE_S, and never more than a
-    quarter of `stall_seconds`. Bounded by time, not only by count, because a placement's cost grows
-    with the fleet and with the machine's load: 500 placements can take longer than a short
-    session's stall bound, and an instance whose own slices look like standstills rejoins the group
-    after every slice and never finishes a fan-out."""
-    return min(SLICE_S, stall_seconds(session_timeout_ms) / 4)
+def step_seconds(session_timeout_ms: int) -> float:
+    """The longest the instance's own steps go between two looks for a standstill: a slice of
+    evaluation, and the wait of the watcher that looks while the loop turns for nothing else.
+    STEP_S, and never more than a quarter of `stall_seconds`, so that the instance never takes its
+    own work or its own waiting for a standstill. A slice is bounded by time, not only by count,
+    because a placement's cost grows with the fleet and with the machine's load: 500 placements can
+    take longer than a short session's stall bound, and an instance whose own slices look like
+    standstills rejoins the group after every slice and never finishes a fan-out."""
+    return min(STEP_S, stall_seconds(session_timeout_ms) / 4)
 
 
 def _budget(end: float) -> Callable[[], bool]:
@@ -170,7 +172,7 @@ class SchedulerWorker:
         self._inflight: list[asyncio.Task[Any]] = []
         self._alive_at = time.monotonic()
         self._stall_s = stall_seconds(settings.group_session_timeout_ms)
-        self._slice_s = slice_seconds(settings.group_session_timeout_ms)
+        self._step_s = step_seconds(settings.group_session_timeout_ms)
         self._stalled = False
         self.published = 0
         broadcast = [self.topics.name(t) for t in BROADCAST]
@@ -265,8 +267,8 @@ class SchedulerWorker:
         )
 
     def _check_stall(self, group: Any) -> bool:
-        """True from a standstill of the event loop longer than `stall_seconds` of the group session
-        until the next assignment.
+        """True from a standstill of the event loop longer than `stall_seconds` of the group session,
+        noticed while the instance owns partitions, until the next assignment.
 
         While the loop stood still (SIGSTOP, a VM freeze, a long synchronous step) the group may
         have expelled this instance and given its partitions to another, which then publishes the
@@ -275,7 +277,8 @@ class SchedulerWorker:
         """
         now = time.monotonic()
         gap, self._alive_at = now - self._alive_at, now
-        if gap > self._stall_s and not self._stalled:
+        # owning nothing, there is nothing to guard, and the next assignment is the group's word
+        if gap > self._stall_s and not self._stalled and self._assigned:
             self._stalled = True
             self.metrics.stalls.inc()
             log.warning(
@@ -289,7 +292,7 @@ class SchedulerWorker:
     async def _watch_stalls(self) -> None:
         while True:
             self._check_stall(self._group)
-            await asyncio.sleep(0.25)
+            await asyncio.sleep(self._step_s)
 
     # ---- lifecycle ------------------------------------------------------------------------
     def stop(self) -> None:
@@ -449,7 +452,7 @@ class SchedulerWorker:
                 t0 = time.perf_counter()
                 dirty = len(self.processor.dirty)
                 diffs = self.processor.evaluate(
-                    now, inputs, limit=EVALUATION_SLICE, enough=_budget(t0 + self._slice_s)
+                    now, inputs, limit=EVALUATION_SLICE, enough=_budget(t0 + self._step_s)
                 )
                 n = dirty - len(self.processor.dirty)
                 self.metrics.evaluations.inc(n)

@@ -223,12 +223,13 @@ def test_the_group_session_sets_the_heartbeat_and_the_stall_bound(monkeypatch: p
     )
 
 
-def test_a_slice_of_evaluation_stays_well_inside_the_stall_bound() -> None:
-    from fleetplace.services.scheduler.worker import SLICE_S, slice_seconds, stall_seconds
+def test_the_instance_s_own_steps_stay_well_inside_the_stall_bound() -> None:
+    from fleetplace.services.scheduler.worker import STEP_S, stall_seconds, step_seconds
 
-    # a quarter of a second by default; under a short session, a quarter of its stall bound, so
-    # the instance's own work is never taken for a standstill that expels it from the group
-    assert slice_seconds(6000) == SLICE_S == 0.25
-    assert slice_seconds(1000) == pytest.approx(stall_seconds(1000) / 4) and slice_seconds(1000) > 0.04
+    # a slice of evaluation, and the stall watcher's wait: a quarter of a second by default; under
+    # a short session a quarter of its stall bound, so neither the instance's own work nor its own
+    # waiting is taken for a standstill that gets it expelled from the group
+    assert step_seconds(6000) == STEP_S == 0.25
+    assert step_seconds(1000) == pytest.approx(stall_seconds(1000) / 4) and step_seconds(1000) > 0.04
     for session in range(1000, 60_001, 250):
-        assert 0 < slice_seconds(session) <= min(SLICE_S, stall_seconds(session) / 4)
+        assert 0 < step_seconds(session) <= min(STEP_S, stall_seconds(session) / 4)

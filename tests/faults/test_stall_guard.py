@@ -104,3 +104,18 @@ async def test_a_worker_that_stood_still_past_the_session_rejoins_before_publish
     assert worker.registry.get_sample_value("fleetplace_stalls_total") == 1
     await worker._assign({(PREFIX + "placements", 0)})  # the group assigns partitions again
     assert not worker._stalled
+
+
+async def test_a_standstill_while_owning_nothing_is_no_stall(sent: list[Any]) -> None:
+    # before its first assignment (loading the state, say) or between giving up its partitions and
+    # being assigned again, an instance has nothing another could own: it neither counts a stall
+    # nor asks the group for a rebalance, and the assignment that follows is the group's word
+    worker = _worker_with_a_dirty_placement()
+    worker._assigned = set()
+    worker._alive_at = time.monotonic() - 10
+    group = _Group()
+    await worker.runtime.loop(_Reader(worker), group)
+    assert group._coordinator.rejoins == 0
+    assert worker.registry.get_sample_value("fleetplace_stalls_total") == 0
+    assert not worker._stalled
+    assert [r for r in sent if r.topic == PREFIX + "decisions"] == []  # it owns no placement to publish
