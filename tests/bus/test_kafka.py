@@ -301,6 +301,43 @@ async def test_stop_with_leave_lets_a_successor_take_over_without_waiting_out_th
         await stop_with_leave(second, group, broker)
 
 
+async def test_stop_with_leave_is_bounded_when_the_broker_does_not_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a broker that accepts connections and never answers (paused, overloaded): the leave is given
+    # LEAVE_TIMEOUT_S and the stop goes on, where a client alone waits out its 40 s request timeout
+    import fleetplace.shared.bus.kafka as kafka_module
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # reads every request, answers none, until the client hangs up
+        writer.close()
+
+    class _Coordinator:
+        generation = 0
+        member_id = "member-1"
+
+    class _Consumer:
+        _coordinator = _Coordinator()
+        stopped = False
+
+        async def stop(self) -> None:
+            self.stopped = True
+
+    monkeypatch.setattr(kafka_module, "LEAVE_TIMEOUT_S", 1.0)
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    consumer = _Consumer()
+    try:
+        started = time.monotonic()
+        await stop_with_leave(consumer, "g", f"127.0.0.1:{port}")
+        took = time.monotonic() - started
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert consumer.stopped
+    assert 1.0 <= took < 5.0
+
+
 async def test_latest_offset_reset_is_refused() -> None:
     with pytest.raises(BusConfigError, match="latest"):
         make_consumer("127.0.0.1:1", auto_offset_reset="latest")
