@@ -51,7 +51,36 @@ async def running_scheduler(bootstrap: str, prefix: str, **settings: Any) -> Asy
         yield worker
     finally:
         worker.stop()
-        await asyncio.wait_for(task, 30)
+        await _stopped(task, STOP_TIMEOUT_S)
+
+
+STOP_TIMEOUT_S = 30.0
+
+
+async def _stopped(task: asyncio.Task[None], timeout: float) -> None:
+    """Wait for the worker's task to end; past `timeout`, fail with where it was still waiting."""
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if done:
+        task.result()
+        return
+    where = "\n".join(f"  {f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}" for f in _awaiting(task))
+    task.cancel()
+    raise TimeoutError(
+        f"the scheduler worker did not stop within {timeout:.0f} s; it was waiting in:\n{where}"
+    )
+
+
+def _awaiting(task: asyncio.Task[Any]) -> list[Any]:
+    """The frames of the coroutines `task` is suspended in, outermost first (a task's own
+    `get_stack` gives only the outermost)."""
+    frames = []
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is not None:
+            frames.append(frame)
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return frames
 
 
 def scheduler_fixture(

@@ -70,3 +70,22 @@ async def test_running_scheduler_decides_what_a_user_publishes(broker: str, topi
                     return
                 await asyncio.sleep(0.05)
     raise AssertionError("no decision published")
+
+
+async def test_a_worker_that_does_not_stop_is_reported_with_where_it_waits() -> None:
+    from fleetplace.services.testing import _stopped
+
+    never = asyncio.Event()
+
+    async def closing_forever() -> None:
+        await never.wait()
+
+    async def run() -> None:
+        await closing_forever()
+
+    task = asyncio.create_task(run())
+    await asyncio.sleep(0)
+    with pytest.raises(TimeoutError, match=r"(?s)did not stop within 0 s.* in run\n.* in closing_forever\n"):
+        await _stopped(task, 0.1)
+    await asyncio.sleep(0)
+    assert task.cancelled()
