@@ -20,6 +20,8 @@ from fleetplace.services.scheduler.worker import SchedulerWorker
 from fleetplace.shared.settings import KafkaSettings, Settings
 from fleetplace.shared.testing import create_topics
 
+STOP_TIMEOUT_S = 30.0  # how long `running_scheduler` waits for its worker to stop
+
 
 @asynccontextmanager
 async def running_scheduler(bootstrap: str, prefix: str, **settings: Any) -> AsyncIterator[SchedulerWorker]:
@@ -52,9 +54,6 @@ async def running_scheduler(bootstrap: str, prefix: str, **settings: Any) -> Asy
     finally:
         worker.stop()
         await _stopped(task, STOP_TIMEOUT_S)
-
-
-STOP_TIMEOUT_S = 30.0
 
 
 async def _stopped(task: asyncio.Task[None], timeout: float) -> None:

@@ -67,7 +67,7 @@ CONSUME_STEP_S = 0.05  # records applied between two turns of the event loop
 def stall_seconds(session_timeout_ms: int) -> float:
     """How long an event loop may stand still before the instance assumes it was expelled from the
     group: the last heartbeat can precede the standstill by one interval, and half a second more
-    is kept for the check's own period."""
+    is kept for the look that notices it coming late."""
     return (session_timeout_ms - heartbeat_interval_ms(session_timeout_ms)) / 1000 - 0.5
 
 

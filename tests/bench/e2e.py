@@ -148,6 +148,10 @@ def machine_cpu_s() -> tuple[float, float] | None:
     return (total - ticks[3] - ticks[4]) / _TICK, total / _TICK
 
 
+# the workers' CPU seconds so far (None: gone), and the machine's (busy, total)
+CpuReading = tuple[list[float | None], tuple[float, float] | None]
+
+
 @dataclass
 class CpuSpent:
     """CPU spent between two readings: the workers' own and the machine's (all processes)."""
@@ -157,15 +161,11 @@ class CpuSpent:
     cores_busy: float
 
     @staticmethod
-    def reading(pids: Sequence[int]) -> tuple[list[float | None], tuple[float, float] | None]:
+    def reading(pids: Sequence[int]) -> CpuReading:
         return [process_cpu_s(pid) for pid in pids], machine_cpu_s()
 
     @classmethod
-    def between(
-        cls,
-        before: tuple[list[float | None], tuple[float, float] | None],
-        after: tuple[list[float | None], tuple[float, float] | None],
-    ) -> CpuSpent | None:
+    def between(cls, before: CpuReading, after: CpuReading) -> CpuSpent | None:
         (workers0, machine0), (workers1, machine1) = before, after
         if machine0 is None or machine1 is None:
             return None

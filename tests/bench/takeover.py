@@ -18,9 +18,10 @@ it is idle): `session_timeout_s` (the worker's consumer-group session: a SIGKILL
 dropped when it expires), `assigned_s` (the rebalance gave the survivor the partitions) and
 `caught_up_s` (it had read their placements again); from there to `first_diff_s` is the
 re-evaluation. `stalls`: how often the survivor took its event loop's standing still for an
-expulsion and rejoined (each rejoin is a rebalance; 0 unless the machine paused it). The takeover itself must publish nothing new: every diff after
-the kill changes its placement's decision (the change moves some, and Balance then moves others);
-the run fails if one repeats the decision in force.
+expulsion and rejoined (each rejoin is a rebalance; 0 unless the machine paused it). The takeover
+itself must publish nothing new: every diff after the kill changes its placement's decision (the
+change moves some, and Balance then moves others); the run fails if one repeats the decision in
+force.
 
     python -m tests.bench.takeover            # 5,000 clusters x 10,000 placements
     python -m tests.bench.takeover --quick    # 1,000 x 2,000
