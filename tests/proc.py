@@ -1,12 +1,17 @@
-"""Stopping a worker process a test started: by its PID, never by name."""
+"""Worker processes a test started: stopping them (by PID, never by name), asking if they are ready,
+reading the CPU they spent."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 20.0) -> None:
@@ -29,3 +34,10 @@ def readyz(port: int) -> int | None:
         return int(error.code)
     except OSError:
         return None
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has spent so far (Linux: /proc; OSError when the
+    process or /proc is not there)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14 and 15 of stat)

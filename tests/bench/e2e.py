@@ -76,6 +76,7 @@ from fleetplace.shared.bus.topics import DEFAULT_WORK_PARTITIONS, Topics
 from fleetplace.shared.testing import create_topics, running_broker
 from tests.api.profiles import profile_of
 from tests.bench.scenario import fleet_objects, placement
+from tests.proc import cpu_seconds
 
 CLUSTERS = 1000
 NAMESPACE = "bench"
@@ -128,13 +129,11 @@ _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def process_cpu_s(pid: int) -> float | None:
-    """User + system CPU seconds of a live process so far."""
+    """`cpu_seconds` of a process, None once it has gone (or where /proc cannot tell)."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rpartition(")")[2].split()
+        return cpu_seconds(pid)
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14 and 15 of stat)
 
 
 def machine_cpu_s() -> tuple[float, float] | None:

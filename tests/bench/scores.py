@@ -39,11 +39,10 @@ from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.testing import create_topics, running_broker, unique_topic_prefix
-from tests.proc import readyz, stop_process
+from tests.proc import cpu_seconds, readyz, stop_process
 from tests.scoring.builders import source_doc
 
 CLUSTERS = 1000
-TICKS = os.sysconf("SC_CLK_TCK")
 FLEETPLACE = str(Path(sys.executable).with_name("fleetplace"))
 
 
@@ -78,11 +77,6 @@ def serve(port: int, clusters: int) -> None:
 
 
 # ---- the measurement ---------------------------------------------------------------------------
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
-
-
 def rss_mb(pid: int) -> float:
     match = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
     return int(match.group(1)) / 1024 if match else 0.0
