@@ -41,3 +41,15 @@ def cpu_seconds(pid: int) -> float:
     process or /proc is not there)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14 and 15 of stat)
+
+
+def machine_cpu_s() -> tuple[float, float] | None:
+    """(busy, total) CPU seconds of every core so far: idle and iowait are not busy (Linux:
+    /proc/stat; None elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(x) for x in f.readline().split()[1:9]]
+    except OSError:
+        return None
+    total = sum(ticks)
+    return (total - ticks[3] - ticks[4]) / _TICKS, total / _TICKS

@@ -76,7 +76,7 @@ from fleetplace.shared.bus.topics import DEFAULT_WORK_PARTITIONS, Topics
 from fleetplace.shared.testing import create_topics, running_broker
 from tests.api.profiles import profile_of
 from tests.bench.scenario import fleet_objects, placement
-from tests.proc import cpu_seconds
+from tests.proc import cpu_seconds, machine_cpu_s
 
 CLUSTERS = 1000
 NAMESPACE = "bench"
@@ -125,8 +125,6 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 # ---- CPU accounting (Linux /proc; None elsewhere) -----------------------------------------------
 
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
 
 def process_cpu_s(pid: int) -> float | None:
     """`cpu_seconds` of a process, None once it has gone (or where /proc cannot tell)."""
@@ -134,17 +132,6 @@ def process_cpu_s(pid: int) -> float | None:
         return cpu_seconds(pid)
     except OSError:
         return None
-
-
-def machine_cpu_s() -> tuple[float, float] | None:
-    """(busy, total) CPU seconds of every core so far: idle and iowait are not busy."""
-    try:
-        with open("/proc/stat") as f:
-            ticks = [int(x) for x in f.readline().split()[1:9]]
-    except OSError:
-        return None
-    total = sum(ticks)
-    return (total - ticks[3] - ticks[4]) / _TICK, total / _TICK
 
 
 # the workers' CPU seconds so far (None: gone), and the machine's (busy, total)
