@@ -152,7 +152,8 @@ class ExplorerStore:
             return self.version
         event = self._changed
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+            async with asyncio.timeout(timeout):  # unlike wait_for, never swallows a cancel
+                await event.wait()
         return self.version
 
     # ---- reading ---------------------------------------------------------------------------

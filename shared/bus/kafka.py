@@ -482,7 +482,8 @@ class BroadcastReader:
         return self._ever_caught_up.is_set()
 
     async def wait_initial_load(self, timeout: float | None = None) -> None:
-        await asyncio.wait_for(self._ever_caught_up.wait(), timeout)
+        async with asyncio.timeout(timeout):  # unlike wait_for, never swallows a cancel
+            await self._ever_caught_up.wait()
 
     async def start(self) -> None:
         consumer = make_consumer(self._kafka, **self._overrides)
