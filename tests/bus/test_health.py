@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from fleetplace.shared.bus.health import BrokerWatch, RepeatedLogFilter
+from tests.cancel import ends_when_cancelled
 
 
 def _record(msg: str, *args: object, level: int = logging.ERROR, name: str = "aiokafka") -> logging.LogRecord:
@@ -51,11 +52,4 @@ async def test_the_watch_ends_when_cancelled_as_the_broker_answers(turns_between
     watch = asyncio.create_task(BrokerWatch(client, bootstrap="b:9092", interval_s=60).run())
     await client.asked.wait()
     client.answer.set_result(None)
-    for _ in range(turns_between):
-        await asyncio.sleep(0)
-    watch.cancel()
-    done, _ = await asyncio.wait({watch}, timeout=2.0)
-    if not done:
-        watch.cancel()
-        await asyncio.gather(watch, return_exceptions=True)
-    assert done and watch.cancelled()
+    assert await ends_when_cancelled(watch, after_turns=turns_between)

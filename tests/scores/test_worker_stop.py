@@ -11,6 +11,7 @@ import asyncio
 import pytest
 
 from fleetplace.services.scores.worker import ScoreWorker
+from tests.cancel import ends_when_cancelled
 from tests.scores.harness import settings_for
 
 
@@ -20,11 +21,4 @@ async def test_the_evaluator_ends_when_cancelled_as_it_is_woken(turns_between: i
     evaluator = asyncio.create_task(worker._evaluator())
     await asyncio.sleep(0.01)  # waiting for a wake-up
     worker._wake.set()
-    for _ in range(turns_between):
-        await asyncio.sleep(0)
-    evaluator.cancel()
-    done, _ = await asyncio.wait({evaluator}, timeout=2.0)
-    if not done:  # free the loop before failing
-        evaluator.cancel()
-        await asyncio.gather(evaluator, return_exceptions=True)
-    assert done and evaluator.cancelled()
+    assert await ends_when_cancelled(evaluator, after_turns=turns_between)
