@@ -497,7 +497,8 @@ class Demo:
                 worker.stop()
         for name, task in self._worker_tasks.items():
             try:
-                await asyncio.wait_for(task, 10.0)
+                async with asyncio.timeout(10.0):
+                    await task
             except Exception as exc:  # the demo's result is already known; say why the stop was untidy
                 self.console.print(
                     f"[yellow]warning: the {name} worker did not stop cleanly: {escape(str(exc))}[/yellow]"

@@ -115,7 +115,10 @@ class DemoScores:
     async def stop(self) -> None:
         if self.worker is not None and self._task is not None:
             self.worker.stop()
-            await asyncio.gather(asyncio.wait_for(self._task, 10.0), return_exceptions=True)
+            _, pending = await asyncio.wait({self._task}, timeout=10.0)
+            for late in pending:
+                late.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)  # how it ended is not the demo's
         if self.prometheus is not None:
             self.prometheus.close()
         await self.exporter.stop()

@@ -105,7 +105,8 @@ class Explorer:
             self._source.cancel()
             # a consumer cancelled while it starts can take long to give up: not the caller's wait
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-                await asyncio.wait_for(self._source, 10.0)
+                async with asyncio.timeout(10.0):
+                    await self._source
 
     async def __aenter__(self) -> Explorer:
         await self.start()

@@ -152,7 +152,7 @@ class ExplorerStore:
             return self.version
         event = self._changed
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):  # unlike wait_for, never swallows a cancel
+            async with asyncio.timeout(timeout):
                 await event.wait()
         return self.version
 

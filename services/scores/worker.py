@@ -289,8 +289,6 @@ class ScoreWorker:
                     next_due = self.state.next_due() if self._ready and self._caught_up else None
                     wait = EVALUATOR_TICK_S if next_due is None else min(EVALUATOR_TICK_S, next_due - now)
                     self._wake.clear()
-                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns normally when the
-                    # wake-up and the worker's cancel arrive together, and this loop would never end
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(max(wait, 0.001)):
                             await self._wake.wait()

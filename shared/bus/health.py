@@ -120,8 +120,6 @@ class BrokerWatch:
     async def probe(self) -> bool:
         """One metadata request to any known broker, bounded by `timeout_s`."""
         try:
-            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel that arrives
-            # as the answer does, and `run` would go on probing after its worker stopped
             async with asyncio.timeout(self.timeout_s):
                 await self._client.fetch_all_metadata()
         except Exception as exc:  # a timeout, a refused connection, a Kafka error: no answer

@@ -303,7 +303,8 @@ async def stop_client(client: Any, timeout_s: float = 10.0) -> None:
     """
     stop = getattr(client, "stop", None) or client.close
     try:
-        await asyncio.wait_for(_stop_quietly(client, stop), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            await _stop_quietly(client, stop)
     except TimeoutError:
         log.warning(
             "gave up waiting for a Kafka client to close", client=type(client).__name__, seconds=timeout_s
@@ -345,7 +346,8 @@ async def stop_with_leave(consumer: Any, group_id: str, kafka: KafkaSettings | s
     await stop_client(consumer)
     if generation == 0 and member_id:
         try:
-            await asyncio.wait_for(_leave_group(kafka, group_id, member_id), LEAVE_TIMEOUT_S)
+            async with asyncio.timeout(LEAVE_TIMEOUT_S):
+                await _leave_group(kafka, group_id, member_id)
         except TimeoutError:
             log.warning(
                 "the group did not hear this member leave in time; it drops it when its session expires",
@@ -482,7 +484,7 @@ class BroadcastReader:
         return self._ever_caught_up.is_set()
 
     async def wait_initial_load(self, timeout: float | None = None) -> None:
-        async with asyncio.timeout(timeout):  # unlike wait_for, never swallows a cancel
+        async with asyncio.timeout(timeout):
             await self._ever_caught_up.wait()
 
     async def start(self) -> None:
