@@ -302,9 +302,12 @@ async def stop_client(client: Any, timeout_s: float = 10.0) -> None:
     abandoned with a log line (the records were never acknowledged, so nothing depends on them).
     """
     stop = getattr(client, "stop", None) or client.close
+    # in a task of its own, where `cancelling()` counts only the cancels of this stop, also when
+    # the caller is closing after being cancelled itself
+    stopping = asyncio.create_task(_stop_quietly(client, stop))
     try:
         async with asyncio.timeout(timeout_s):
-            await _stop_quietly(client, stop)
+            await stopping
     except TimeoutError:
         log.warning(
             "gave up waiting for a Kafka client to close", client=type(client).__name__, seconds=timeout_s
