@@ -5,7 +5,8 @@ without Balance and Steady, with or without a toleration) and previous decisions
 fleet with taints and AddOn scores. Whenever two signatures are equal, the two runs must agree on
 everything but the placement's own key and PlacementDecision names. The test fails if a signature
 leaves out the namespace, the spec, the own decisions or (with Balance) the decision counts:
-hypothesis finds placements that differ only there.
+hypothesis finds placements that differ only there (the decision counts between two runs of one
+placement, before and after another placement's decision moved).
 """
 
 from __future__ import annotations
@@ -98,9 +99,13 @@ def _outcome(result: ScheduleResult) -> tuple[Any, ...]:
     clusters=st.lists(cluster_st, min_size=len(NAMES), max_size=len(NAMES)),
     specs=st.lists(st.sampled_from(range(len(SPECS))), min_size=3, max_size=3),
     previous=st.lists(st.frozensets(st.sampled_from(NAMES), max_size=3), min_size=3, max_size=3),
+    moved=st.frozensets(st.sampled_from(NAMES), max_size=3),
 )
 def test_equal_signatures_mean_equal_results(
-    clusters: list[tuple[int, bool, bool, int]], specs: list[int], previous: list[frozenset[str]]
+    clusters: list[tuple[int, bool, bool, int]],
+    specs: list[int],
+    previous: list[frozenset[str]],
+    moved: frozenset[str],
 ) -> None:
     engine = PlacementEngine()
     _fleet(engine, clusters)
@@ -115,6 +120,17 @@ def test_equal_signatures_mean_equal_results(
         result = engine.evaluate(key, NOW)
         assert result is not None
         runs[key] = (run_signature(fleet.placements[key], fleet, NOW), _outcome(result))
+    # Within one fleet state two placements with equal signatures also hold equal own decisions, so
+    # what Balance reads of the others is equal too. Only a later state, where another placement
+    # decided differently, can tell a placement's run from itself: run everything once more then.
+    engine.set_decision("ns2/c", sorted(moved))
+    for key in KEYS:
+        result = engine.evaluate(key, NOW)
+        assert result is not None
+        runs[f"{key} after ns2/c moved"] = (
+            run_signature(fleet.placements[key], fleet, NOW),
+            _outcome(result),
+        )
     for (a, (sig_a, out_a)), (b, (sig_b, out_b)) in combinations(runs.items(), 2):
         if sig_a == sig_b:
             assert out_a == out_b, (a, b)

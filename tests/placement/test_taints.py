@@ -478,8 +478,12 @@ def test_placements_sharing_verdicts_keep_what_each_would_alone(
     fleet = fleet_of((parse_object(raw), raw) for raw in raws)
     for k in range(len(placements)):
         p = fleet.placements[f"{NS}/p{k}"]
-        ctx = ScheduleContext(p, fleet, NOW, fleet.decisions.own(NS, f"p{k}"))
-        slots = fleet.candidates(_eligible(p, fleet)[1])
+        eligible = _eligible(p, fleet)[1]
+        # the candidates' lineage, as the scheduler gives it: without one nothing is shared at all
+        ctx = ScheduleContext(
+            p, fleet, NOW, fleet.decisions.own(NS, f"p{k}"), lineage=("candidates", eligible)
+        )
+        slots = fleet.candidates(eligible)
         kept = TaintTolerationFilter().filter(ctx, slots).slots
         expected = [
             s
