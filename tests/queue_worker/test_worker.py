@@ -130,7 +130,7 @@ FIXED_RULE = [{"name": "fixed", "value": "root.batch", "create": True}]
 async def test_applications_are_placed_and_a_reload_takes_effect(broker: str, topics: Topics) -> None:
     async with Bus(broker, topics) as bus:
         await bus.config(partition(USER_RULE))
-        async with running(settings_for(broker, topics.prefix)):
+        async with running(settings_for(broker, topics.prefix)) as worker:
             await bus.submit(app("a1", "alice"), app("a2", "bob"))
             await bus.wait_for(lambda: len(bus.placements) == 2, "two placements")
             got = bus.by_app()
@@ -145,7 +145,10 @@ async def test_applications_are_placed_and_a_reload_takes_effect(broker: str, to
             version = got["a1"]["ruleSetVersion"]
 
             await bus.config(partition(FIXED_RULE))
-            await asyncio.sleep(0.5)
+            # the reload and the applications come through different topics, in no set order: a3
+            # is submitted once the worker holds the new rules (a fixed pause raced it on a busy
+            # machine); a reload that never takes effect still times out here
+            await bus.wait_for(lambda: worker.state.version != version, "the reloaded rules")
             await bus.submit(app("a3", "alice"))
             await bus.wait_for(lambda: "a3" in bus.by_app(), "a3")
             a3 = bus.by_app()["a3"]

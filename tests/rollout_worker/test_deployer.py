@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 
 import pytest
@@ -95,10 +96,10 @@ async def test_a_failing_canary_breaches_and_stops_the_rollout(
         follower = RolloutDeployer(
             broker, "apps/web", again.apply, again.healthy, prefix=topics.prefix, poll_interval=0.05
         )
-        following = asyncio.create_task(follower.run())
-        await asyncio.sleep(1.0)
-        follower.stop()
-        last = await asyncio.wait_for(following, 10)
+        # ten steps with the state read, then it returns: a pause and stop() instead let a slowly
+        # starting follower be stopped before its first step, so it could apply nothing anyway
+        steps = itertools.count(1)
+        last = await asyncio.wait_for(follower.run(until=lambda _: next(steps) >= 10), 60)
         assert fake.applied == ["c1"] and again.applied == []
         assert last is not None and last.clusters == ("c1",) and last.max_failure_breach
 
