@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import yaml
@@ -63,10 +64,17 @@ json_values = st.recursive(
 )
 
 
+PARSERS = [yaml.SafeLoader, *([yaml.CSafeLoader] if yaml.__with_libyaml__ else [])]
+
+
 @given(st.lists(json_values.filter(lambda v: v is not None), max_size=3))
 def test_both_parsers_read_what_pyyaml_writes(docs: list[Any]) -> None:
     text = yaml.safe_dump_all(docs)
-    assert load_yaml(text, "f.yaml") == list(yaml.safe_load_all(text))
+    expected = list(yaml.safe_load_all(text))
+    for base in PARSERS:  # each example through each parser (a fixture would pick one per test)
+        parser = type("_Loader", (_yaml_loader.DuplicateKeys, base), {})
+        with mock.patch.object(objects, "_Loader", parser):
+            assert load_yaml(text, "f.yaml") == expected, base.__name__
 
 
 def test_a_large_file_prints_no_progress_on_a_pipe(tmp_path: Path) -> None:

@@ -142,7 +142,9 @@ async def test_the_tls_context_completes_a_mutual_handshake_and_a_foreign_ca_doe
         context = client_options(settings)["ssl_context"]
         _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="127.0.0.1")
         writer.close()
-        for _ in range(100):
+        # the client may finish its handshake before the server's side has run: give the server
+        # up to 10 s (the loop ends as soon as it has seen the certificate)
+        for _ in range(1000):
             if seen:
                 break
             await asyncio.sleep(0.01)
