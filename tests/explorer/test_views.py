@@ -202,7 +202,8 @@ def test_every_placed_cluster_has_one_line_with_the_state_first_then_the_report(
     by_cluster = {line.cluster: line for line in lines}
     assert len(by_cluster) == len(lines) == len(placed | set(listed))
     for cluster, line in by_cluster.items():
-        assert line.status == listed.get(cluster) or reported.get(cluster) or "ToApply"
+        # the status the state lists it with, else the one reported, else ToApply
+        assert line.status == (listed.get(cluster) or reported.get(cluster) or "ToApply"), cluster
     assert sum(counts(lines).values()) == len(lines)
 
 
