@@ -32,6 +32,7 @@ from tests.explorer.pages import Elements, cluster_rows, timeline_rows
 pytestmark = pytest.mark.integration
 
 from fleetplace.services.commands.demo_inventory import PROFILES  # noqa: E402
+from fleetplace.services.commands.demo_rollout import API as DEMO_ROLLOUT  # noqa: E402
 
 PLACEMENTS = ("apps/web", "apps/analytics", "apps/monitoring", "apps/api", "inventory/edge")
 PAGES = (
@@ -248,14 +249,14 @@ async def test_what_if_shows_a_cel_error_once_in_monospace(explorer: Explorer) -
     assert Elements(text).text.count("Predicate: the error above") == len(in_set) >= 2
 
 
-async def test_rollouts_page_says_there_are_none_when_the_history_has_none(explorer: Explorer) -> None:
+async def test_rollouts_page_lists_the_rollout_the_demo_played(explorer: Explorer) -> None:
+    # the demo's rollout acts roll one rollout out, so the page and the API list exactly that one
+    # (a history with none says so: tests/explorer/test_views.py)
     _, text = await _get(explorer.url + "/rollouts")
-    if explorer.store.rollouts.rollout_keys():  # the demo's own rollout acts, when it has them
-        assert Elements(text).with_attr("data-rollout")
-    else:
-        assert "No rollouts." in Elements(text).text
-        _, api = await _get(explorer.url + "/api/rollouts")
-        assert orjson.loads(api)["rollouts"] == []
+    assert [a["data-rollout"] for a in Elements(text).with_attr("data-rollout")] == [DEMO_ROLLOUT]
+    assert "No rollouts." not in Elements(text).text
+    _, api = await _get(explorer.url + "/api/rollouts")
+    assert [r["rollout"] for r in orjson.loads(api)["rollouts"]] == [DEMO_ROLLOUT]
 
 
 async def test_other_requests_are_answered_while_an_explanation_is_computed(
