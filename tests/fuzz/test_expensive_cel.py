@@ -49,8 +49,10 @@ def test_an_expression_over_the_cost_limit_matches_no_cluster() -> None:
     assert result is not None and result.decisions == ()
 
 
+# only the time bound is the known gap: an evaluation that raises is a failure, not this one
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="CEL cost metering: reaching the 1,000,000 cost limit takes ~0.1 s per cluster (cel-go: ms)",
 )
 def test_reaching_the_cost_limit_is_cheap_per_cluster() -> None:
