@@ -81,7 +81,8 @@ def test_each_kind_of_hostile_record_is_dead_lettered_or_applied_as_labelled(mak
         if not item.bad and item.value is not None:
             # a valid object that is not dead-lettered is applied, not dropped without a word
             fleet = feeder.worker.processor.fleet
-            held = {"clusters": fleet.clusters, "placements": fleet.placements}[item.topic]
+            assert item.topic in ("clusters", "placements"), item.topic
+            held = fleet.clusters if item.topic == "clusters" else fleet.placements
             applied = item.key is not None and item.key.decode() in held
             assert applied, f"{item.what} {item.key!r}: neither applied nor dead-lettered"
         feeder.worker.processor.evaluate(NOW, {})  # whatever was applied evaluates without raising
