@@ -68,9 +68,16 @@ def test_a_stretch_process_that_fails_fails_the_audit(
 
 
 @pytest.mark.integration
-def test_auditing_the_topics_in_several_jobs_gives_the_single_walks_report(broker: str) -> None:
+def test_auditing_the_topics_in_several_jobs_gives_the_single_walks_report(
+    broker: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleetplace.services.auditor import parallel
+    from fleetplace.services.auditor.batches import group_batches
     from tests.bench.audit import make_history
 
+    # with fewer diffs than MIN_DIFFS the audit walks once whatever `jobs` says, and this history
+    # has far fewer: let it split, or the two reports compared would both come from one walk
+    monkeypatch.setattr(parallel, "MIN_DIFFS", 0)
     worker = make_history(records=4_000, prefix=PREFIX)  # a fleet under churn: 190 batches
     records, forged = _forged(worker, worker)
     topics = Topics(unique_topic_prefix("audit"))
@@ -82,6 +89,7 @@ def test_auditing_the_topics_in_several_jobs_gives_the_single_walks_report(broke
 
     full = asyncio.run(read_history(broker, topics))
     single = audit(full)
+    assert len(parallel.stretches(group_batches(full.decisions), 2)) == 2
     _, report = audit_topics(broker, topics, jobs=2)
     assert report.checked == len(worker.diffs) and forged <= _mismatched(report)
     assert report.to_json() == single.to_json()
