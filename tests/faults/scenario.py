@@ -93,7 +93,22 @@ class Report:
             and not self.unexpected_exits
             and not self.offsets_reused
             and not self.inputs_lost
-            and (self.audit is None or bool(self.audit.get("ok")))
+            and (self.audit is None or self.audited)
+        )
+
+    @property
+    def audited(self) -> bool:
+        """The audit found nothing wrong and reproduced every decision published (its `ok` alone
+        also holds for an audit that checked nothing). It reads the topics after the final read,
+        while the workers still run, so it may check more decisions than `verdict.diffs`, never
+        fewer."""
+        assert self.audit is not None
+        checked = self.audit.get("checked")
+        return (
+            bool(self.audit.get("ok"))
+            and isinstance(checked, int)
+            and checked == self.audit.get("reproduced")
+            and checked >= self.verdict.diffs > 0
         )
 
     def figures(self) -> dict[str, Any]:
