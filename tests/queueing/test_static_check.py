@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from fleetplace.shared.queueing import parse_config
+from fleetplace.shared.queueing import ConfigError, parse_config
 from tests.queueing.helpers import app, config, partition, placer, problem_paths, problems_of
 
 # The queue tree of YuniKorn's own TestCheckPlacementRules.
@@ -20,9 +20,11 @@ RULE_PATH = "partitions[0].placementrules[0]"
 
 
 def loads(rules: list[dict[str, Any]], tree: list[dict[str, Any]] | None = None) -> bool:
+    """Whether the config loads; refused means a ConfigError, and any other exception is a crash
+    that must fail the test, not count as a refusal."""
     try:
         parse_config(config(partition(TREE if tree is None else tree, rules)))
-    except Exception:
+    except ConfigError:
         return False
     return True
 
