@@ -101,6 +101,9 @@ async def test_prometheus_values_move_the_decision_and_an_outage_falls_back_then
             fallback = _last(bus)
             assert fallback["trigger"]["kind"] == "score-expired"
             assert set(fallback["scores"].values()) == {0}  # expired scores count 0, as in OCM
+            # the scores expire about when the next evaluation is due, so the fallback often comes
+            # before any status past `failures`: wait for one, or the check below reads nothing
+            await out.wait_for(lambda: len(out.statuses(KEY)) > failures, "an evaluation while down")
             assert metric(worker, "fleetplace_scores_published_total", source=KEY) == published
             assert all(not v["healthy"] and v["published"] == 0 for v in out.statuses(KEY)[failures:])
             assert out.statuses(KEY)[-1]["lastError"]["reason"] == "unreachable"
