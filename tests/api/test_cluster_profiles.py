@@ -151,13 +151,17 @@ def test_an_absent_health_condition_dates_the_taint_from_the_profiles_creation(
 
 
 def test_kubefleet_resource_properties_are_allocatable_and_capacity() -> None:
+    # c2 has more allocatable CPU and the same capacity: it wins only if its allocatable is read
+    # as allocatable (a tie, or capacity read as allocatable, goes to c1 by name). A scenario is
+    # as written: without a weight the prioritizer would count for nothing.
     objects = bound_set(
-        cluster("small", allocatable={"cpu": "2", "memory": "1Gi"}, capacity={"cpu": "8", "memory": "8Gi"}),
-        cluster("big", allocatable={"cpu": "6", "memory": "6Gi"}, capacity={"cpu": "8", "memory": "8Gi"}),
+        cluster("c1", allocatable={"cpu": "2", "memory": "1Gi"}, capacity={"cpu": "8", "memory": "8Gi"}),
+        cluster("c2", allocatable={"cpu": "6", "memory": "6Gi"}, capacity={"cpu": "8", "memory": "8Gi"}),
     )
-    spec = {"numberOfClusters": 1, "prioritizerPolicy": policy("Exact", builtin("ResourceAllocatableCPU"))}
+    spec = {"numberOfClusters": 1, "prioritizerPolicy": policy("Exact", builtin("ResourceAllocatableCPU", 1))}
     line = simulate_scenario([*as_profiles(objects), placement(spec)])
-    assert line["decisions"] == ["big"]
+    assert line["decisions"] == ["c2"]
+    assert line["scores"] == {"c1": -100, "c2": 100}
     # and they stay claims too
     claims = {"resources.kubernetes-fleet.io/allocatable-cpu": "6"}
     selector = {
@@ -168,7 +172,7 @@ def test_kubefleet_resource_properties_are_allocatable_and_capacity() -> None:
     line = simulate_scenario(
         [*as_profiles(objects), placement({"predicates": [{"requiredClusterSelector": selector}]})]
     )
-    assert line["decisions"] == ["big"]
+    assert line["decisions"] == ["c2"]
 
 
 def test_cel_sees_a_profile_as_its_managed_cluster() -> None:
