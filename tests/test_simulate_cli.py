@@ -154,7 +154,10 @@ def test_now_decides_expiry(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump_all(docs))
     _, at_deadline, _ = simulate(str(path), "--now", "2026-03-01T12:00:00Z")
     _, after, _ = simulate(str(path), "--now", "2026-03-01T12:00:01Z")
+    # c1 wins either way (by its score, then by name order): the scores show the expiry, which
+    # counts only strictly after validUntil
     assert at_deadline[0]["decisions"] == ["c1"]
+    assert at_deadline[0]["scores"] == {"c1": 50, "c2": 0}
     assert after[0]["decisions"] == ["c1"]  # both 0 after expiry: name order
     assert after[0]["scores"] == {"c1": 0, "c2": 0}
 
