@@ -14,8 +14,11 @@ def _imported(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module is not None:
-            names.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            # `from fleetplace import services` (or `from .. import services`) names the package
+            # as an imported name, not as the module
+            module = node.module or ""
+            names.update(f"{module}.{alias.name}".lstrip(".") for alias in node.names)
     return names
 
 
