@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import itertools
-import time
 from collections import defaultdict
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -62,7 +59,11 @@ async def test_sigkilled_worker_is_replaced_and_every_decision_is_right(
             )
             # the instance killed owns placements (on a loaded machine the second could have
             # joined late, or not at all, and then nothing would be taken over)
-            await _until(lambda: owned(w1) + owned(w2) == PLACEMENTS and owned(w1) > 0, "the two to split")
+            await bus.wait_for(
+                lambda: owned(w1) + owned(w2) == PLACEMENTS and owned(w1) > 0,
+                timeout=60,
+                what="the two to split",
+            )
 
             w1.kill()
             await bus.publish(cluster("c4"))
@@ -93,10 +94,3 @@ async def test_sigkilled_worker_is_replaced_and_every_decision_is_right(
         w1.stop()
         status = w2.stop()
     assert status == 0, "\n".join(list(w2.log_lines())[-20:])
-
-
-async def _until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
