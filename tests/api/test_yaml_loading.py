@@ -25,13 +25,18 @@ def test_the_c_parser_is_used_where_pyyaml_has_it() -> None:
     assert issubclass(objects._Loader, yaml.CSafeLoader)
 
 
+def on_parser(base: type[Any]) -> type[Any]:
+    """The product's loader (the duplicate-key check) on the given parser."""
+    return type("_Loader", (_yaml_loader.DuplicateKeys, base), {})
+
+
 @pytest.fixture(params=["c", "python"])
 def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both parsers: the C one (when built) and the pure Python one behave the same."""
     if request.param == "c" and not yaml.__with_libyaml__:
         pytest.skip("PyYAML built without libyaml")
     base = yaml.CSafeLoader if request.param == "c" else yaml.SafeLoader
-    monkeypatch.setattr(objects, "_Loader", type("_Loader", (_yaml_loader.DuplicateKeys, base), {}))
+    monkeypatch.setattr(objects, "_Loader", on_parser(base))
     return str(request.param)
 
 
@@ -72,8 +77,7 @@ def test_both_parsers_read_what_pyyaml_writes(docs: list[Any]) -> None:
     text = yaml.safe_dump_all(docs)
     expected = list(yaml.safe_load_all(text))
     for base in PARSERS:  # each example through each parser (a fixture would pick one per test)
-        parser = type("_Loader", (_yaml_loader.DuplicateKeys, base), {})
-        with mock.patch.object(objects, "_Loader", parser):
+        with mock.patch.object(objects, "_Loader", on_parser(base)):
             assert load_yaml(text, "f.yaml") == expected, base.__name__
 
 

@@ -229,8 +229,8 @@ def test_a_user_finds_why_web_moved_and_the_fleet_matrix(demo_settings: Settings
 
 @pytest.fixture
 def rollout_settings(broker: str) -> Settings:
-    """A prefix holding the rollout history of its own, played now so
-    the countdowns are minutes away; the workers are stopped again."""
+    """A prefix holding a rollout history of its own, played now so the countdowns are minutes
+    away; the workers are stopped again."""
     prefix = unique_topic_prefix("explorer-rollouts")
     worker_settings = settings_for(broker, prefix, clock="topic")
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=6)
