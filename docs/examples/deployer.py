@@ -4,6 +4,9 @@
     python docs/examples/deployer.py apps/web --until-settled                      # stop when done
     python docs/examples/deployer.py apps/web --until-settled --fail east-2        # a failing cluster
 
+The exit status is 1 when the rollout has breached maxFailures (a script or CI job running the
+deployer sees the failed rollout), else 0.
+
 `RolloutDeployer` follows the rollout's current answer on `rollout-state`, calls `apply` for each
 cluster the rollout says to roll out to now, polls `healthy` until it says yes, and reports
 `Progressing` / `Succeeded` / `Failed` on `rollout-status` — which is what moves the rollout on.
@@ -22,6 +25,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -62,7 +66,8 @@ class FileTarget:
         return ok
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> int:
+    """Deploy until stopped (or settled); the exit status: 1 when the rollout breached maxFailures."""
     target = FileTarget(args.state, args.rollout, set(args.fail))
     deployer: RolloutDeployer
 
@@ -88,9 +93,12 @@ async def run(args: argparse.Namespace) -> None:
             else "stopped"
         )
         print(f"{args.rollout} {final.revision}: {outcome}", flush=True)
+        if final.max_failure_breach:
+            return 1
+    return 0
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rollout", help="NAMESPACE/NAME of the Rollout")
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
@@ -100,8 +108,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail", action="append", default=[], help="A cluster whose apply fails.")
     parser.add_argument("--until-settled", action="store_true", help="Exit once complete or breached.")
     args = parser.parse_args(argv)
-    asyncio.run(run(args))
+    return asyncio.run(run(args))
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -77,6 +77,8 @@ def _table(line: Mapping[str, Any], console: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from fleetplace.services.rollout.listing import group_label
+
     console.print(f"[bold]{escape(line['name'] or '(unnamed)')}[/bold]", highlight=False)
     if line["error"] is not None:
         console.print(f"[red]error:[/red] {escape(line['error'])}", highlight=False)
@@ -92,7 +94,7 @@ def _table(line: Mapping[str, Any], console: Any) -> None:
             table.add_row(
                 label,
                 s["clusterName"],
-                f"{s['groupName'] or '-'} ({s['groupIndex']})",
+                group_label(s["groupName"] or "", s["groupIndex"]),
                 s["status"],
                 s["lastTransitionTime"] or "",
                 s["timeOutTime"] or "",
@@ -229,7 +231,7 @@ def status(
 
     from fleetplace.services.commands.output import table_console
     from fleetplace.services.commands.worker import _settings
-    from fleetplace.services.rollout.listing import group_label
+    from fleetplace.services.rollout.listing import group_label, to_the_second
     from fleetplace.services.rollout.overview import rollout_state
 
     key = _rollout_key(rollout)
@@ -254,8 +256,8 @@ def status(
                 line.cluster,
                 group_label(line.group_name, line.group_index),
                 line.status,
-                line.since or "",
-                line.until or "",
+                to_the_second(line.since) if line.since else "",
+                to_the_second(line.until) if line.until else "",
                 line.next,
                 line.message or "",
             )
@@ -263,7 +265,7 @@ def status(
     shown = rollout_state(row)
     console.print(
         f"revision {state['revision']}  seq {state['seq']}  state: {shown.word} ({shown.reason})  "
-        f"next recheck: {state.get('nextRecheckAt') or '-'}",
+        f"next recheck: {to_the_second(recheck) if (recheck := state.get('nextRecheckAt')) else '-'}",
         highlight=False,
     )
 

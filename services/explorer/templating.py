@@ -9,15 +9,14 @@ as every page shows them, decision group labels.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from fleetplace.services.rollout.listing import group_label
-from fleetplace.shared.bus.envelope import parse_time
+from fleetplace.services.rollout.listing import group_label, to_the_second
 
 
 def placement_url(key: str, seq: int | None = None) -> str:
@@ -38,13 +37,7 @@ def iso(t: datetime) -> str:
 def when(text: str | None) -> str:
     """A time as every page shows it: RFC 3339 in UTC to the second, whatever precision the
     record carries (a `<time datetime>` keeps the exact value)."""
-    if not text:
-        return "—"
-    try:
-        t = parse_time(text)
-    except ValueError:
-        return text
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return to_the_second(text) if text else "—"
 
 
 def plural(n: int, word: str) -> str:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC
 from typing import Any
 
+from fleetplace.shared.bus.envelope import parse_time
 from fleetplace.shared.rollout import RolloutStatus
 
 # (list, state field): the lists of the rollout function, in the order they are shown
@@ -25,6 +27,17 @@ LISTS = (
     ("removed", "clustersRemoved"),
 )
 STATUSES = tuple(s.value for s in RolloutStatus)
+
+
+def to_the_second(text: str) -> str:
+    """A time as every page and command shows it: RFC 3339 in UTC to the second, whatever
+    precision the record carries (a deployer's report may have microseconds, a deadline none);
+    text that is not a time is shown as it is."""
+    try:
+        t = parse_time(text)
+    except ValueError:
+        return text
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def group_label(name: str, index: int) -> str:
@@ -71,8 +84,12 @@ class Reported:
     message: str | None = None
 
 
-def next_step(listed: str, entry: Mapping[str, Any]) -> str:
-    """What happens next to a cluster, in a phrase."""
+# maxFailures breached stops the rollout: a cluster not yet told is not told until it clears
+NOT_TOLD_WHILE_BREACHED = "not told while maxFailures is breached"
+
+
+def next_step(listed: str, entry: Mapping[str, Any], breach: bool = False) -> str:
+    """What happens next to a cluster, in a phrase; `breach`: its placement's maxFailureBreach."""
     status, until = entry["status"], entry.get("timeOutTime")
     if listed == "removed":
         return "remove the workload (no longer placed)"
@@ -86,7 +103,7 @@ def next_step(listed: str, entry: Mapping[str, Any]) -> str:
         if status == "Skip":
             return "skipped"
         if status == "ToApply":
-            return "waits for its turn"
+            return NOT_TOLD_WHILE_BREACHED if breach else "waits for its turn"
         return "nothing now"
     if status == "ToApply":
         return "apply now"
@@ -100,7 +117,7 @@ def next_step(listed: str, entry: Mapping[str, Any]) -> str:
     return f"waits for a report; times out at {until}" if until else "waits for a report"
 
 
-def _line(placement: str, listed: str, entry: Mapping[str, Any]) -> ClusterLine:
+def _line(placement: str, listed: str, entry: Mapping[str, Any], breach: bool = False) -> ClusterLine:
     return ClusterLine(
         placement,
         str(entry["clusterName"]),
@@ -110,7 +127,7 @@ def _line(placement: str, listed: str, entry: Mapping[str, Any]) -> ClusterLine:
         entry.get("lastTransitionTime"),
         entry.get("timeOutTime"),
         listed,
-        next_step(listed, entry),
+        next_step(listed, entry, breach),
     )
 
 
@@ -162,7 +179,7 @@ def _placement_lines(
                     "status": report.status if report is not None else "ToApply",
                     "lastTransitionTime": report.since if report is not None else None,
                 }
-                line = _line(name, "", entry)
+                line = _line(name, "", entry, bool(placement.get("maxFailureBreach")))
             out.append(line)
     # listed but not in the groups known here (the placement moved on since): still shown
     out.extend(line for c, line in listed.items() if c not in seen)

@@ -322,3 +322,16 @@ async def test_small_things_favicon_plural_group_names_and_one_time_format() -> 
     shown = re.findall(r"<time[^>]*>([^<]*)</time>", text)
     assert "2026-01-01T00:06:00Z" in shown and "2026-01-01T00:16:00Z" in shown
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in shown), shown
+
+
+def test_in_a_breached_rollout_the_clusters_not_told_will_not_be_told_while_it_lasts() -> None:
+    failed = {"clusterName": "c1", "groupName": "canary", "groupIndex": 0, "status": "Failed"}
+    decision = [
+        {"groupName": "canary", "groupIndex": 0, "clusters": ["c1"]},
+        {"groupName": "", "groupIndex": 1, "clusters": ["c2", "c3"]},
+    ]
+    for breach, waiting in ((True, "not told while maxFailures is breached"), (False, "waits for its turn")):
+        entry = {"name": "web", "clustersToRollout": [failed], "maxFailureBreach": breach}
+        lines = {line.cluster: line for line in placement_lines(entry, decision, {})}
+        assert lines["c2"].next == lines["c3"].next == waiting
+        assert lines["c1"].next == "failed: counts as a failure"

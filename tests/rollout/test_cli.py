@@ -119,3 +119,13 @@ def test_table_output_does_not_wrap_cluster_names_when_piped(app: typer.Typer, t
     assert GOOD["decisionGroups"][0]["clusters"][0] in result.stdout
     assert "good" in result.stdout and "error:" in result.stdout
     assert_lines_fit_content(result.stdout)
+
+
+def test_the_table_names_a_group_as_rollout_status_does(app: typer.Typer, tmp_path: Path) -> None:
+    canary = GOOD | {
+        "decisionGroups": [{"groupName": "canary", "groupIndex": 0, "clusters": ["b"]}],
+    }
+    result = CliRunner().invoke(app, ["rollout", "simulate", str(write(tmp_path, "c.json", canary))])
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if " b " in line)
+    assert "canary #0" in row and "(0)" not in row

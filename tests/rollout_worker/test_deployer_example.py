@@ -19,8 +19,8 @@ pytestmark = pytest.mark.integration
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "deployer.py"
 
 
-def example(broker: str, topics: Topics, state: Path) -> list[str]:
-    args = ["apps/web", "--bootstrap", broker, "--prefix", topics.prefix, "--state", str(state)]
+def example(broker: str, topics: Topics, state: Path, *more: str, exit_status: int = 0) -> list[str]:
+    args = ["apps/web", "--bootstrap", broker, "--prefix", topics.prefix, "--state", str(state), *more]
     done = subprocess.run(
         [sys.executable, str(EXAMPLE), *args, "--poll", "0.05", "--until-settled"],
         capture_output=True,
@@ -28,7 +28,7 @@ def example(broker: str, topics: Topics, state: Path) -> list[str]:
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == exit_status, done.stdout + done.stderr
     return done.stdout.splitlines()
 
 
@@ -48,3 +48,13 @@ async def test_the_example_deployer_completes_a_canary_rollout_and_resumes_witho
         # restarted: it read its own reports back and applied nothing
         assert not any(line.startswith("apply") for line in again)
         assert again[-1] == "apps/web v1: complete"
+
+
+async def test_the_example_deployer_exits_one_when_the_rollout_breaches(
+    broker: str, topics: Topics, tmp_path: Path
+) -> None:
+    async with RolloutBus(broker, topics) as bus, running(settings_for(broker, topics.prefix)):
+        await bus.send("placement-decisions", "apps/web", placement_decisions("apps/web", GROUPS))
+        await bus.send("rollouts", "apps/web", rollout_object("apps/web", strategy=CANARY_FIRST))
+        lines = await asyncio.to_thread(example, broker, topics, tmp_path, "--fail", "c1", exit_status=1)
+        assert lines[-1] == "apps/web v1: maxFailures breached"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -24,7 +25,7 @@ async def test_a_complete_rollout_shows_every_cluster_and_its_final_status(
         await bus.send("placement-decisions", "apps/web", placement_decisions("apps/web", GROUPS))
         await bus.send("rollouts", "apps/web", rollout_object("apps/web"))
         await bus.wait_for(lambda: bus.state.get("apps/web") is not None, what="the state")
-        await bus.report("apps/web/c1", report("Succeeded", at="2026-01-01T00:01:00Z"))
+        await bus.report("apps/web/c1", report("Succeeded", at="2026-01-01T00:01:00.250000Z"))
         await bus.report("apps/web/c2", {**report("Skip"), "message": "not needed here"})
         await bus.report("apps/web/c3", report("Succeeded", at="2026-01-01T00:02:00Z"))
         await bus.wait_for(
@@ -39,3 +40,6 @@ async def test_a_complete_rollout_shows_every_cluster_and_its_final_status(
     assert "Skip" in rows["c2"] and "not needed here" in rows["c2"]
     assert "Succeeded" in rows["c3"] and "#1" in rows["c3"]
     assert "state: Complete" in shown.stdout
+    # one time format in the output, to the second, whatever precision a deployer reported
+    assert "2026-01-01T00:01:00Z" in rows["c1"] and "2026-01-01T00:02:00Z" in rows["c3"]
+    assert re.search(r"\d\d:\d\d:\d\d\.\d", shown.stdout) is None, shown.stdout
