@@ -80,6 +80,8 @@ class Act:
     starts_worker: bool = False
     detail: Callable[[], str] | None = None  # a line shown when the act starts
     setup: Callable[[], Awaitable[None]] | None = None  # awaited before the act starts
+    # why the act cannot be played here (Prometheus missing): shown, counted apart, never passed
+    skipped: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +90,8 @@ class ActResult:
     expected: tuple[Expectation, ...]
     seen: tuple[Mapping[str, Any], ...]
     seconds: float
-    ok: bool
+    ok: bool  # a skipped act is ok (the demo goes on) but not passed
+    skipped: str | None = None
 
 
 def upsert(topics: Topics, *bodies: dict[str, Any]) -> Callable[[], list[OutgoingRecord]]:

@@ -140,7 +140,7 @@ class ExpectedRolloutDiff:
 
 def _changes(revision: str, added: Sequence[str], removed: Sequence[str], breach: bool, deleted: bool) -> str:
     changes = [f"+{c}" for c in sorted(added)] + [f"−{c}" for c in sorted(removed)]
-    flags = (", maxFailureBreach" if breach else "") + (" (deleted)" if deleted else "")
+    flags = (", maxFailures breached" if breach else "") + (" (deleted)" if deleted else "")
     return f"{revision} {' '.join(changes) or 'no change'}{flags}"
 
 

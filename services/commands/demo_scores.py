@@ -131,10 +131,12 @@ class DemoScores:
 def score_acts(scores: DemoScores) -> list[Act]:
     """Two acts: a placement follows a Prometheus metric, then the metric moves it."""
     if scores.skipped is not None:
-        why = f"skipped: {scores.skipped}"
+        why = scores.skipped
         return [
-            Act("scores from Prometheus (skipped)", why, lambda: [], ()),
-            Act("metric changed (skipped)", why, lambda: [], ()),
+            Act(
+                "scores from Prometheus", "a Prometheus metric steers apps/batch", lambda: [], (), skipped=why
+            ),
+            Act("metric changed", "the metric moves apps/batch", lambda: [], (), skipped=why),
         ]
     top = max(FREE_CPU, key=lambda c: FREE_CPU[c])
     risen, value = RISEN
