@@ -18,6 +18,8 @@ from pydantic import Field, Json, SecretStr, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from fleetplace.shared.wording import plain
+
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 ClockSource = Literal["wall", "topic"]
@@ -25,24 +27,12 @@ LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 
 SECRET_FIELDS = frozenset({"sasl_password", "debug_token"})
-# pydantic's error types, said in an operator's words; the rest keep pydantic's own sentence
-_PHRASES: Mapping[str, str] = {
-    "int_parsing": "not a valid integer",
-    "int_from_float": "not a whole number",
-    "float_parsing": "not a valid number",
-    "bool_parsing": "not a valid boolean (true or false)",
-}
 _ERROR_TYPE = "invalid_setting"
 
 
 def _problem(error: Mapping[str, Any], field: str) -> str:
-    phrase = _PHRASES.get(str(error["type"]))
-    if phrase is None:
-        message = str(error["msg"])
-        for lead in ("Value error, ", "Input should be "):
-            if message.startswith(lead):
-                message = ("must be " if lead.startswith("Input") else "") + message[len(lead) :]
-        phrase = message
+    # pydantic's sentence said in an operator's words (shared/wording.py)
+    phrase = plain(error)
     given = error.get("input")
     if isinstance(given, str | int | float) and field not in SECRET_FIELDS:
         return f"{phrase}: {given!r}"

@@ -30,6 +30,7 @@ from fleetplace.shared.api.queues import ApplicationSubmission, PlacementOutcome
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits
 from fleetplace.shared.bus.envelope import format_time, parse_time
 from fleetplace.shared.queueing import QueueingConfig, QueuePlacer
+from fleetplace.shared.wording import plain, problems
 
 DEFAULT_PARTITION = "default"
 
@@ -251,9 +252,7 @@ class RecordedReader:
         try:
             application = ApplicationSubmission.model_validate(value.get("application"))
         except ValidationError as e:
-            raise ValueError(
-                f"{where}: its application is not a valid submission: {str(e).splitlines()[0]}"
-            ) from None
+            raise ValueError(f"{where}: its application is not a valid submission: {problems(e)}") from None
         if value.get("rejected"):
             answer = Answer.from_record(value)
         else:
@@ -299,7 +298,7 @@ def recorded_from_lines(
         except ValidationError as e:
             first = e.errors()[0]
             field_path = ".".join(str(part) for part in first["loc"]) or "(record)"
-            raise ValueError(f"{where}: {field_path}: {first['msg']}") from None
+            raise ValueError(f"{where}: {field_path}: {plain(first)}") from None
         if answer is None:
             if placer is None:
                 raise ValueError(

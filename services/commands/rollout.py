@@ -293,6 +293,7 @@ def report(
     from fleetplace.shared.bus.deployer import status_record
     from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
     from fleetplace.shared.bus.topics import Topics
+    from fleetplace.shared.wording import problems
 
     key = _rollout_key(rollout)
     settings = _settings(bootstrap, prefix)
@@ -307,7 +308,7 @@ def report(
             revision=revision, status=status_, last_transition_time=datetime.now(UTC), message=message
         )
     except ValidationError as e:
-        typer.echo(f"error: {e.errors()[0]['loc'][0]}: {e.errors()[0]['msg']}", err=True)
+        typer.echo(f"error: {problems(e)}", err=True)
         raise typer.Exit(2) from None
     topics = Topics(settings.topic_prefix)
 

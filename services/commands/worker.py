@@ -27,6 +27,7 @@ from fleetplace.shared.bus.kafka import BroadcastReader
 from fleetplace.shared.bus.topics import APP_PLACEMENTS, DEADLETTER, DECISIONS, ROLLOUT_DECISIONS, Topics
 from fleetplace.shared.logging import configure_from_settings
 from fleetplace.shared.settings import Settings, describe
+from fleetplace.shared.wording import located
 
 DEFAULTS = {name: info.default for name, info in Settings.model_fields.items()}
 
@@ -234,9 +235,7 @@ def describe_rollout_decision(value: Mapping[str, Any]) -> str:
     try:
         diff = RolloutDiff.model_validate(value)
     except ValidationError as e:
-        error = e.errors()[0]
-        where = ".".join(map(str, error["loc"]))
-        return f"{value.get('rollout')} seq={value.get('seq')}: not a rollout diff ({where}: {error['msg']})"
+        return f"{value.get('rollout')} seq={value.get('seq')}: not a rollout diff ({located(e.errors()[0])})"
     added = " ".join(f"+{c}" for c in diff.added)
     removed = " ".join(f"-{c}" for c in diff.removed)
     outcome = "(deleted)" if diff.deleted else ",".join(diff.clusters) or "(none)"

@@ -51,6 +51,7 @@ from fleetplace.shared.rollout import (
     rollout,
 )
 from fleetplace.shared.rollout.scenario import render_status
+from fleetplace.shared.wording import problems as validation_problems
 
 SCHEMA_VERSION = 1
 
@@ -274,7 +275,7 @@ class RolloutProcessor:
             try:
                 report = RolloutStatusReport.model_validate(value)
             except ValidationError as e:
-                problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+                problems = validation_problems(e)
                 raise InvalidRecord(f"rollout-status {key}: {problems}") from None
             if report.last_transition_time is not None:
                 since = Instant.from_datetime(report.last_transition_time)
@@ -341,7 +342,7 @@ class RolloutProcessor:
         try:
             parsed = Rollout.model_validate(admitted)
         except ValidationError as e:
-            problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+            problems = validation_problems(e)
             raise ObjectError(where, f"Rollout {key!r}", [("", problems)]) from None
         if parsed.key != key:
             raise InvalidRecord(f"{where}: key must be <namespace>/<name> of the object ({parsed.key})")

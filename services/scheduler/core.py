@@ -48,6 +48,7 @@ from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from fleetplace.shared.placement.reads import ClusterChange, Reads
 from fleetplace.shared.placement.reasons import decision_reasons
 from fleetplace.shared.placement.scheduler import reads_of
+from fleetplace.shared.wording import problems as validation_problems
 
 # topic (without prefix) -> the kind its values must be
 STATE_TOPICS: dict[str, str] = {
@@ -373,7 +374,7 @@ class SchedulerProcessor:
             try:
                 self._topic_taints[key] = TopicTaints.of(TaintSet.model_validate(value).taints)
             except ValidationError as e:
-                problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+                problems = validation_problems(e)
                 raise InvalidRecord(f"taints/{key}: {problems}") from None
         if key in self._raw_clusters:
             before = self.fleet.clusters.get(key)

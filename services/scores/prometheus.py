@@ -8,6 +8,7 @@ reason; nothing here raises anything else for a bad Prometheus.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -76,6 +77,11 @@ async def query(
             return response.status, b"".join(chunks)
     except TimeoutError:
         raise EvaluationError(Reason.TIMEOUT, f"no answer from {base_url} within {timeout_s:g}s") from None
+    except aiohttp.ClientConnectorError as e:
+        # aiohttp's own text names its TLS context (`ssl:default`) even for plain http: say the cause
+        error = e.os_error
+        cause = os.strerror(error.errno) if error.errno else str(error) or type(error).__name__
+        raise EvaluationError(Reason.UNREACHABLE, f"{base_url}: cannot connect: {cause}") from None
     except aiohttp.ClientError as e:
         raise EvaluationError(Reason.UNREACHABLE, f"{base_url}: {type(e).__name__}: {e}") from None
 

@@ -24,6 +24,7 @@ from fleetplace.shared.api.ocm import (
     PlacementDecision,
 )
 from fleetplace.shared.api.rollouts import Rollout
+from fleetplace.shared.wording import plain
 
 # Every kind a document may be: OCM's objects, SIG-Multicluster's ClusterProfile and fleetplace's
 # own ClusterTaints and Rollout.
@@ -107,7 +108,7 @@ def parse_object(raw: Any, where: str = "") -> Document:
 
 def problems_of(error: ValidationError) -> list[tuple[str, str]]:
     """(JSON path, reason) of every error pydantic found."""
-    return [(_path(err["loc"]), err["msg"]) for err in error.errors()]
+    return [(_path(err["loc"]), plain(err)) for err in error.errors(include_url=False)]
 
 
 class Validation(enum.StrEnum):

@@ -36,6 +36,8 @@ from pydantic import (
     ValidationError,
 )
 
+from fleetplace.shared.wording import plain
+
 __all__ = [
     "ApplicationSubmission",
     "ChildTemplateConfig",
@@ -342,6 +344,6 @@ def field_errors(error: ValidationError, prefix: str = "") -> list[tuple[str, st
             if kind == "model_type" and path.endswith(".parent"):
                 reason += " (a parent rule is a single rule mapping, not a list)"
         else:
-            reason = e["msg"]
+            reason = plain(e)
         out.append((path, reason))
     return out

@@ -22,6 +22,7 @@ from fleetplace.shared.bus.errors import (
 )
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.settings import Settings
+from fleetplace.shared.wording import not_utf8
 
 JSONValue = Union[dict[str, "JSONValue"], list["JSONValue"], str, int, float, bool, None]  # noqa: UP007
 JSONObject = dict[str, JSONValue]
@@ -78,8 +79,8 @@ def decode_key(raw: bytes | None) -> str | None:
         return None
     try:
         return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidKeyError(f"key is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except UnicodeDecodeError:
+        raise InvalidKeyError(f"key is {not_utf8(raw)}") from None
 
 
 def check_key(record: Record, *, required: bool = True) -> str | None:
@@ -93,7 +94,8 @@ def check_key(record: Record, *, required: bool = True) -> str | None:
         try:
             key.encode("utf-8")
         except UnicodeEncodeError:
-            raise InvalidKeyError("key is not valid UTF-8") from None
+            # the bytes as received (Record keeps them with surrogateescape)
+            raise InvalidKeyError(f"key is {not_utf8(record.key_bytes or b'')}") from None
     if required and not key:
         raise InvalidKeyError("record key is empty")
     return key
@@ -132,6 +134,10 @@ def decode_json(
         # orjson's own limit is 1024 levels; report it like ours.
         if "depth limit" in str(exc) or "recursion" in str(exc).lower():
             raise NestingTooDeepError(f"JSON nests deeper than {limits.max_depth} levels") from None
+        # orjson says "surrogates not allowed" for any byte that is not UTF-8: say where instead
+        undecodable = not_utf8(text) if "UTF-8" in str(exc) else None
+        if undecodable is not None:
+            raise MalformedJSONError(f"value is {undecodable}") from None
         raise MalformedJSONError(f"value is not valid JSON: {exc}") from None
     # nesting needs one bracket per level: with fewer brackets than the limit in the whole text,
     # the walk cannot find anything (most records), so skip it

@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from fleetplace.shared.wording import text_of
+
 from ._errors import EvaluationError, Reason
 
 __all__ = ["ClusterValues", "SkipReason", "read_vector"]
@@ -53,7 +55,7 @@ def read_vector(status: int, payload: bytes, cluster_label: str) -> ClusterValue
         body: Any = orjson.loads(payload)
     except orjson.JSONDecodeError:
         if status != 200:
-            raise EvaluationError(Reason.HTTP, f"HTTP {status}: {payload[:200]!r}") from None
+            raise EvaluationError(Reason.HTTP, f"HTTP {status}: {text_of(payload)}") from None
         raise EvaluationError(Reason.BAD_RESPONSE, "the answer is not JSON") from None
     error = _error_of(body)
     if error is not None:

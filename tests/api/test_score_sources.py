@@ -36,7 +36,7 @@ def test_durations_and_defaults_are_read() -> None:
         ({"spec.prometheus": {"url": "prometheus:9090"}}, "spec.prometheus.url", "http:// or https://"),
         ({"spec.score": {"resource": "Usage", "name": "a"}}, "spec.score.resource", "Kubernetes object name"),
         ({"spec.clusterLabel": "cluster-name"}, "spec.clusterLabel", "Prometheus label name"),
-        ({"spec.query": ""}, "spec.query", "at least 1 character"),
+        ({"spec.query": ""}, "spec.query", "must not be empty"),
         ({"spec.normalise": {}}, "spec.normalise", "unknown field"),
     ],
 )

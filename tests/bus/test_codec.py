@@ -94,12 +94,23 @@ def test_wide_values_within_limits_decode() -> None:
 
 def test_keys_are_strict_utf8_but_kept_losslessly_in_records() -> None:
     assert decode_key(b"ns1/demo") == "ns1/demo"
-    with pytest.raises(InvalidKeyError, match="not valid UTF-8"):
+    with pytest.raises(InvalidKeyError, match=r"^key is not UTF-8 at byte 0$"):
         decode_key(b"\xff\xfe")
-    record = _record(b"\xff\xfe", b"{}")
-    assert record.key_bytes == b"\xff\xfe"
-    with pytest.raises(InvalidKeyError):
+    record = _record(b"ns/\xff\xfe", b"{}")
+    assert record.key_bytes == b"ns/\xff\xfe"
+    with pytest.raises(InvalidKeyError, match=r"^key is not UTF-8 at byte 3$"):
         decode_record(record)
+
+
+@pytest.mark.parametrize(
+    ("value", "at"),
+    [(b"\x89PNG\r\n\x1a\n", 0), (b'{"name": "caf\xe9"}', 13), (b'{"k": "\xed\xa0\x80"}', 7)],
+    ids=["binary", "latin-1", "encoded-surrogate"],
+)
+def test_a_value_that_is_not_utf8_is_said_by_the_byte_it_breaks_at(value: bytes, at: int) -> None:
+    with pytest.raises(MalformedJSONError) as raised:
+        decode_record(_record(b"ns/c1", value))
+    assert raised.value.reason == f"value is not UTF-8 at byte {at}"  # not orjson's "surrogates"
 
 
 def test_decode_record_requires_a_key_and_passes_tombstones() -> None:
