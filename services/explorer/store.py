@@ -162,6 +162,10 @@ class ExplorerStore:
         fleet: Fleet = self._now.processor.fleet
         return fleet
 
+    def cluster_source(self, cluster: str) -> tuple[str, str | None]:
+        """The kind a cluster is read from now, and for a ClusterProfile its namespace."""
+        return self._now.processor.cluster_source(cluster)
+
     def placement_keys(self) -> list[str]:
         """Every placement that exists now or has a decision history."""
         return sorted(set(self.fleet.placements) | set(self._timeline))

@@ -803,6 +803,15 @@ class SchedulerProcessor:
         """What the diff `evaluate` just returned for `key` replaced, and its reasons; once."""
         return self._pending.pop(key, None)
 
+    def cluster_source(self, cluster: str) -> tuple[str, str | None]:
+        """Where the engine's view of `cluster` is read from: ("ManagedCluster", None), or
+        ("ClusterProfile", the namespace of its profile) when no ManagedCluster describes it (a
+        ManagedCluster wins over profiles: `cluster_profiles.chosen_document`)."""
+        profiles = self._profiles.get(cluster)
+        if cluster in self._managed or not profiles:
+            return "ManagedCluster", None
+        return "ClusterProfile", winning_namespace(profiles)
+
     def profile_namespace(self, cluster: str, placement_namespace: str) -> str:
         """The namespace of the ClusterProfile a SIG-MC decision references for `cluster`: the one
         it is read from, or for a ManagedCluster the operator's setting (else the placement's)."""

@@ -31,7 +31,7 @@ from tests.explorer.pages import Elements, cluster_rows, timeline_rows
 
 pytestmark = pytest.mark.integration
 
-from fleetplace.services.commands.demo_inventory import PROFILES  # noqa: E402
+from fleetplace.services.commands.demo_inventory import NAMESPACE, PROFILES  # noqa: E402
 from fleetplace.services.commands.demo_rollout import API as DEMO_ROLLOUT  # noqa: E402
 
 PLACEMENTS = ("apps/web", "apps/analytics", "apps/monitoring", "apps/api", "inventory/edge")
@@ -247,6 +247,24 @@ async def test_what_if_shows_a_cel_error_once_in_monospace(explorer: Explorer) -
     # every cluster of the placement's cluster set (not the inventory's ClusterProfiles) points at it
     in_set = [name for name in rows if name not in PROFILES]
     assert Elements(text).text.count("Predicate: the error above") == len(in_set) >= 2
+
+
+async def test_the_fleet_shows_which_clusters_came_from_cluster_profiles_and_where(
+    explorer: Explorer,
+) -> None:
+    # the demo's inventory clusters are known only as ClusterProfiles in namespace `inventory`
+    _, api = await _get(explorer.url + "/api/fleet")
+    sources = {c["name"]: c["source"] for c in orjson.loads(api)["clusters"]}
+    profile = {"kind": "ClusterProfile", "namespace": NAMESPACE}
+    assert all(sources[n] == profile for n in PROFILES), sources
+    assert sources["east-1"] == {"kind": "ManagedCluster", "namespace": None}
+    _, text = await _get(explorer.url + "/fleet")
+    rows = {r["data-cluster"]: r["data-source"] for r in Elements(text).with_attr("data-source")}
+    assert {n: rows[n] for n in PROFILES} == dict.fromkeys(PROFILES, "ClusterProfile")
+    assert rows["east-1"] == "ManagedCluster"
+    shown = [e["data-namespace"] for e in Elements(text).with_attr("data-namespace")]
+    assert shown == [NAMESPACE] * len(PROFILES)
+    assert f"in {NAMESPACE}" in Elements(text).text
 
 
 async def test_rollouts_page_lists_the_rollout_the_demo_played(explorer: Explorer) -> None:
