@@ -607,6 +607,21 @@ async def _delete_topics(kafka: KafkaSettings, topics: Topics) -> None:
         await admin.close()
 
 
+def _place_applications(console: Console, settings: Settings) -> None:
+    """For the explorer's Queues page: a queue placer places the demo's applications
+    (demo_queues.py), and what it decided is shown."""
+    from fleetplace.services.commands.demo_queues import APPS_FILE, QUEUES_FILE, place_applications
+
+    console.print(
+        f"\n[bold]Queues[/bold]: a queue placer places {APPS_FILE.name} under {QUEUES_FILE.name} "
+        "(docs/queues-what-if.md)"
+    )
+    for app, placed in asyncio.run(place_applications(settings)).items():
+        queue = "rejected" if placed.get("rejected") else str(placed.get("queue"))
+        rule = placed.get("rule") or placed.get("reason") or ""
+        console.print(f"   {escape(app)} → {escape(queue)} [dim]({escape(str(rule))})[/dim]")
+
+
 def run_demo(
     console: Console, base: Settings, fleet_file: Path, keep_topics: bool, explore: bool = False
 ) -> bool:
@@ -645,6 +660,7 @@ def run_demo(
         console.print(rollouts_table(demo.feed.latest("rollout")))
         console.print(decisions_table(demo.feed.latest()))
         if explore:
+            _place_applications(console, settings)
             explore_demo(console, settings)
     console.print(summary_table(results, len(demo.acts)))
     ok, line = verdict(results, len(demo.acts))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -57,6 +58,17 @@ def test_demo_explore_serves_the_explorer_on_its_history_until_interrupted() -> 
         assert caught_up, "the explorer did not catch up with the demo's topics in 120 s"
         with urllib.request.urlopen(url + "/placements/apps/web", timeout=10) as r:
             assert b'data-trigger="toleration-expired"' in r.read()
+        # the demo placed its applications into queues: the Queues page has a history
+        with urllib.request.urlopen(url + "/api/queues", timeout=10) as r:
+            queues = json.loads(r.read())
+        placed = {p["applicationID"]: p.get("queue") for p in queues["placements"]}
+        assert placed == {
+            "nightly-etl": "root.batch",
+            "web-build-42": "root.tenants.web",
+            "adhoc": "root.default",
+        }, queues
+        with urllib.request.urlopen(url + "/queues", timeout=10) as r:
+            assert b"No queue placements recorded." not in r.read()
         demo.send_signal(signal.SIGINT)
         # the way out is bounded: the explorer's consumer (10 s), then the broker (5 s); a loaded
         # machine stretches both
