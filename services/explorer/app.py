@@ -345,11 +345,11 @@ def create_app(
             if query and query.lower() not in name.lower():
                 continue
             info = fleet.clusters[name]
-            kind, namespace = store.cluster_source(name)
+            kind, profile_namespace = store.cluster_source(name)
             out.append(
                 {
                     "name": name,
-                    "source": {"kind": kind, "namespace": namespace},
+                    "source": {"kind": kind, "namespace": profile_namespace},
                     "labels": dict(info.labels),
                     "claims": dict(info.claims),
                     "taints": [f"{t.key}{'=' + t.value if t.value else ''}:{t.effect}" for t in info.taints],
