@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
+.PHONY: native upstream-crds unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -45,6 +45,12 @@ screenshots: $(NATIVE)
 unit-pure:
 	FLEETPLACE_PURE_PYTHON=1 $(MAKE) unit PYTEST_ARGS='-m "not slow and not integration"'
 
+
+# The upstream CRDs that tests/upstream checks every object fleetplace writes against: Go fetches
+# the API modules pinned in tests/upstream/go.mod into its own module cache (the tests do the same
+# on first use; this target only fetches them ahead, e.g. before going offline).
+upstream-crds:
+	cd tests/upstream && GOFLAGS=-mod=mod go mod download open-cluster-management.io/api sigs.k8s.io/cluster-inventory-api
 
 lint: $(NATIVE)
 	$(BIN)/ruff check fleetplace shared services tests
