@@ -70,8 +70,9 @@ class _Metrics:
 class HubBridge:
     """One bridge instance. `await bridge.run()` until `bridge.stop()` or a signal."""
 
-    def __init__(self, settings: Settings, *, instance: str = "hub") -> None:
+    def __init__(self, settings: Settings, *, instance: str = "hub", api: HubApi | None = None) -> None:
         self.settings = settings
+        self._api = api  # connected already (the CLI checks the hub answers before it starts)
         self.topics = Topics(settings.topic_prefix)
         self.instance = instance
         self.source = f"fleetplace/{instance}"
@@ -172,9 +173,7 @@ class HubBridge:
         """Take the Lease, reflect the hub while it is held, stand by again when it is lost."""
         settings = self.settings
         try:
-            api = await HubApi.connect(
-                settings.hub_kubeconfig or None, qps=settings.hub_qps, burst=settings.hub_burst
-            )
+            api = self._api or await connect(settings)
         except HubError as error:
             log.error("cannot reach the hub", error=str(error))
             self.stop()
@@ -232,6 +231,21 @@ class HubBridge:
             self.reflectors = []
 
 
+async def connect(settings: Settings) -> HubApi:
+    """A connection to the hub that has answered once (`/version`): credentials that do not load,
+    a server that does not answer or refuses them, are a HubError before anything starts."""
+    api = await HubApi.connect(
+        settings.hub_kubeconfig or None, qps=settings.hub_qps, burst=settings.hub_burst
+    )
+    try:
+        await api.request("GET", "/version")
+    except HubError:
+        await api.close()
+        raise
+    return api
+
+
 async def run_hub_bridge(settings: Settings, instance: str = "hub") -> None:
-    """One bridge until SIGTERM or SIGINT."""
-    await run_until_signalled(HubBridge(settings, instance=instance).runtime)
+    """One bridge until SIGTERM or SIGINT; HubError when the hub cannot be reached at start."""
+    api = await connect(settings)
+    await run_until_signalled(HubBridge(settings, instance=instance, api=api).runtime)
