@@ -229,6 +229,9 @@ class HubBridge:
                 task.cancel()
             await asyncio.gather(holding, *tasks, return_exceptions=True)
             self.reflectors = []
+            # not published once the Lease is gone: the next holder lists anew, and a stale object
+            # sent after its newer version would overwrite it
+            self._changes.clear()
 
 
 async def connect(settings: Settings) -> HubApi:
