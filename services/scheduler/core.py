@@ -32,6 +32,7 @@ from fleetplace.shared.api.cluster_sources import merged_taints
 from fleetplace.shared.api.decisions import SCHEMA_VERSION, DecisionDiff, DecisionGroup, DecisionTrigger
 from fleetplace.shared.api.objects import ObjectError, parse_object
 from fleetplace.shared.api.ocm import (
+    PLACEMENT_LABEL,
     AddOnPlacementScore,
     ManagedCluster,
     ManagedClusterSet,
@@ -60,8 +61,30 @@ STATE_TOPICS: dict[str, str] = {
 }
 
 
+# the scheduler's own output, read back (with the SIG-MC output on) to know which slices are current
+SIGMC_TOPIC = "sigmc-placement-decisions"
+
+
 class InvalidRecord(ValueError):
     """A record that cannot be applied; the reason goes to the dead-letter topic."""
+
+
+def _compared(piece: Mapping[str, Any]) -> dict[str, Any]:
+    """A SIG-MC slice as its currency is judged: what the decision's clusters and groups make of
+    it, without the seq it was written for and the reasons (a reason follows the scores, which
+    move without the decision changing)."""
+    meta = piece.get("metadata")
+    decisions = piece.get("decisions")
+    return {
+        **piece,
+        "metadata": {k: v for k, v in meta.items() if k != "annotations"}
+        if isinstance(meta, Mapping)
+        else meta,
+        "decisions": [
+            {k: v for k, v in d.items() if k != "reason"} if isinstance(d, Mapping) else d
+            for d in (decisions if isinstance(decisions, list) else [])
+        ],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +288,12 @@ class SchedulerProcessor:
         # per placement with a diff not yet published: see `take_pending`
         self._pending: dict[str, Pending] = {}
         self._wants_reasons = self.options.sigmc or self.options.ocm_reasons
+        # the SIG-MC slices on their topic (read back only with that output on): placement -> slice
+        # key -> the slice as `_compared` gives it; slice key -> placement; and the seq of each
+        # placement's decision its slices were last found to match
+        self._live_slices: dict[str, dict[str, dict[str, Any]]] = {}
+        self._slice_owner: dict[str, str] = {}
+        self._slices_match: dict[str, int] = {}
 
     # ---- applying records -----------------------------------------------------------------
     def apply(self, topic: str, key: str, value: Mapping[str, Any] | None) -> None:
@@ -275,6 +304,8 @@ class SchedulerProcessor:
             self._apply_taints(key, value)
         elif topic in STATE_TOPICS:
             self._apply_state(topic, key, value)
+        elif topic == SIGMC_TOPIC:
+            self._apply_slice(key, value)
         else:
             raise InvalidRecord(f"topic {topic!r} is not an input of the scheduler")
 
@@ -558,6 +589,53 @@ class SchedulerProcessor:
             for key in self.fleet.placements:
                 self.mark(key, Trigger("resync", key))
 
+    def _apply_slice(self, key: str, value: Mapping[str, Any] | None) -> None:
+        """A SIG-MC slice as it stands on its topic (a tombstone: gone)."""
+        owner = self._slice_owner.pop(key, None)
+        if owner is not None:
+            live = self._live_slices.get(owner, {})
+            live.pop(key, None)
+            if not live:
+                self._live_slices.pop(owner, None)
+            self._slices_match.pop(owner, None)
+        if value is None:
+            return
+        meta = value.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        name = labels.get(PLACEMENT_LABEL) if isinstance(labels, Mapping) else None
+        if not isinstance(namespace, str) or not isinstance(name, str):
+            raise InvalidRecord(
+                f"{SIGMC_TOPIC}: slice {key!r}: metadata.namespace or the {PLACEMENT_LABEL} label is missing"
+            )
+        placement = f"{namespace}/{name}"
+        self._slice_owner[key] = placement
+        self._live_slices.setdefault(placement, {})[key] = _compared(value)
+        self._slices_match.pop(placement, None)
+
+    def _slices_of(self, key: str, pub: Published, reasons: Mapping[str, str]) -> list[dict[str, Any]]:
+        ns = key.partition("/")[0]
+        return slices(key, pub.groups, reasons, lambda c: self.profile_namespace(c, ns), pub.seq)
+
+    def slices_current(self, key: str) -> bool:
+        """Whether the SIG-MC slices on their topic are those of the placement's decision in force
+        (always, with that output off): every slice it makes, with its clusters, groups and
+        references, and no other; none for a deleted placement."""
+        if not self.options.sigmc:
+            return True
+        pub = self.published.get(key)
+        live = self._live_slices.get(key, {})
+        if pub is None or pub.deleted:
+            return not live
+        if self._slices_match.get(key) == pub.seq:
+            return True
+        ns = key.partition("/")[0]
+        wanted = {f"{ns}/{s['metadata']['name']}": _compared(s) for s in self._slices_of(key, pub, {})}
+        if live != wanted:
+            return False
+        self._slices_match[key] = pub.seq
+        return True
+
     def next_timer(self) -> float | None:
         while (
             self._timers
@@ -645,13 +723,24 @@ class SchedulerProcessor:
                 and last.groups == groups
                 and (last.status is status or last.status == status)
             )
-            if same and (
-                placement.spec.sort_by != "Score"
-                or last.decision_scores() == result.scores_of(set(decisions))
+            # a decision whose SIG-MC slices are missing or out of date (the output was off, or
+            # its slices were deleted) is published again: its slices are written with reasons
+            # the audit can recompute at the new decision's watermark (docs/cluster-inventory.md)
+            if (
+                same
+                and (
+                    placement.spec.sort_by != "Score"
+                    or last.decision_scores() == result.scores_of(set(decisions))
+                )
+                and self.slices_current(key)
             ):
                 self.engine.commit(result)
                 return None
-            if placement.spec.sort_by == "Score" and _same_membership(last, groups, status):
+            if (
+                placement.spec.sort_by == "Score"
+                and _same_membership(last, groups, status)
+                and self.slices_current(key)
+            ):
                 # only scores or their order changed: republish at most once per scoreRateLimit
                 limit = _rate_limit_seconds(placement.spec.score_rate_limit)
                 due = last.evaluated_at + limit
@@ -813,24 +902,25 @@ class SchedulerProcessor:
     def sigmc_changes(self, key: str, pending: Pending | None) -> list[tuple[str, dict[str, Any] | None]]:
         """The SIG-MC slice records (key `namespace/slice`, value or tombstone) that publishing the
         new decision of `key` makes: none when its clusters and groups are those of the decision
-        it replaces (a change of status or scores alone), else every slice of the new decision
-        and a tombstone for each slice of the old one beyond them."""
+        it replaces and the slices on the topic are already its (a change of status or scores
+        alone), else every slice of the new decision and a tombstone for each other slice of the
+        placement, on the topic or made by the old decision."""
         if not self.options.sigmc or pending is None:
             return []
         before, pub = pending.before, self.published.get(key)
         old = before.groups if before is not None and not before.deleted else None
         new = pub.groups if pub is not None and not pub.deleted else None
-        if old is not None and new is not None and old == new:
+        if old is not None and new is not None and old == new and self.slices_current(key):
             return []
         ns, _, name = key.partition("/")
-        made = (
-            slices(key, new, pending.reasons, lambda c: self.profile_namespace(c, ns), pub.seq)
-            if new is not None and pub is not None
-            else []
-        )
+        made = self._slices_of(key, pub, pending.reasons) if new is not None and pub is not None else []
         out: list[tuple[str, dict[str, Any] | None]] = [(f"{ns}/{s['metadata']['name']}", s) for s in made]
-        stale = slice_names(name, slice_count(old) if old is not None else 0)[len(made) :]
-        out.extend((f"{ns}/{n}", None) for n in stale)
+        kept = {k for k, _ in out}
+        stale = {f"{ns}/{n}" for n in slice_names(name, slice_count(old) if old is not None else 0)}
+        stale.update(self._live_slices.get(key, {}))
+        out.extend((k, None) for k in sorted(stale - kept))
+        for slice_key, value in out:  # what the topic holds once these are written
+            self._apply_slice(slice_key, value)
         return out
 
     def placement_decisions(

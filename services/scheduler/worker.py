@@ -1,7 +1,7 @@
 """The scheduler worker: the Kafka shell around `SchedulerProcessor`, run by `WorkerRuntime`.
 
 Sources: a global-table reader over clusters, taints, scores, clustersets, clustersetbindings and
-decisions (every instance reads all of it), plus `placements` through a consumer group (an
+decisions (every instance reads all of it; with the SIG-MC output on, its slices too), plus `placements` through a consumer group (an
 instance owns the placements of its partitions). Sink: `decisions` (the audit log and the
 checkpoint) and `placement-decisions` (current state). No offsets are committed: after a restart
 the placements are re-read from the beginning, after a rebalance those of the partitions new to
@@ -178,6 +178,12 @@ class SchedulerWorker:
         broadcast = [self.topics.name(t) for t in BROADCAST]
         if settings.clock == "topic":
             broadcast.append(self.topics.clock)
+        # what decisions are computed from: their `inputs` watermark names these topics only
+        self._input_topics = list(broadcast)
+        if settings.sigmc_decisions:
+            # the slices already written, read back so that a start brings every placement's
+            # slices up to date and rewrites none that is (docs/cluster-inventory.md)
+            broadcast.append(self.topics.sigmc_placement_decisions)
         self.runtime = WorkerRuntime(
             settings,
             self,
@@ -420,7 +426,7 @@ class SchedulerWorker:
         return False
 
     def _inputs(self, reader: BroadcastReader) -> dict[str, int]:
-        inputs = reader.watermark.inputs()
+        inputs = reader.watermark.inputs(self._input_topics)
         for partition, offset in sorted(self._placement_next.items()):
             inputs[f"placements/{partition}"] = offset
         return inputs
