@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-import yaml
 from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -39,6 +38,7 @@ from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.placement.options import EngineOptions
 from fleetplace.shared.settings import Settings
+from fleetplace.shared.yaml_text import write_yaml_documents
 
 _TIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
@@ -417,8 +417,7 @@ def _write_objects(objects: list[dict[str, Any]], output: str) -> None:
     if output == "json":
         _write_json({"apiVersion": "v1", "kind": "List", "items": objects})
     else:
-        sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False) if objects else "")
-        sys.stdout.flush()
+        write_yaml_documents(objects)
 
 
 def _placements_from(path: Path) -> list[Placement]:
