@@ -1,10 +1,10 @@
 """Input objects → records on the right topic with the right key (what `fleetplace publish` sends).
 
-Everything is read and checked before anything is sent: `plan_records` either returns every
-record or raises PublishInputError naming every bad file, document and field. An OCM object is
-checked exactly as the scheduler worker admits it (`fleetplace.shared.api.admission`), and
-unknown fields, unknown apiVersions and duplicated YAML keys are errors unless relaxed
-(`Validation`), as with `kubectl apply --validate`.
+Everything is read and checked before anything is sent: `plan_files` reads every file and either
+returns every record or raises PublishInputError naming every bad file, document and field. An
+OCM object is checked exactly as the scheduler worker admits it
+(`fleetplace.shared.api.admission`), and unknown fields, unknown apiVersions and duplicated YAML
+keys are errors unless relaxed (`Validation`), as with `kubectl apply --validate`.
 """
 
 from __future__ import annotations
@@ -166,8 +166,13 @@ def read_text(path: str) -> str:
         return sys.stdin.read()
     try:
         return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PublishInputError(f"{path}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise PublishInputError(
+            f"{path}: cannot read: not UTF-8 at byte {exc.start} (0x{byte:02x}): not a YAML or JSON text"
+        ) from None
+    except OSError as exc:
+        raise PublishInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def expand_paths(paths: Iterable[str]) -> list[str]:
@@ -236,19 +241,38 @@ def documents(
                 index += 1
 
 
+def read_documents(
+    paths: Sequence[str],
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[Document], list[str]]:
+    """The documents of every file that reads and parses, and a problem for each that does not:
+    one bad file does not hide the next. `progress` is told the count of each file's documents."""
+    docs: list[Document] = []
+    problems: list[str] = []
+    for path in expand_paths(paths):
+        try:
+            read = list(documents(read_text(path), "<stdin>" if path == "-" else path, validation, warn))
+        except PublishInputError as exc:
+            problems.append(str(exc))
+            read = []
+        docs.extend(read)
+        if progress is not None:
+            progress(len(read))
+    return docs, problems
+
+
 def load_documents(
     paths: Sequence[str],
     validation: Validation = Validation.STRICT,
     warn: Warn | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Document]:
-    """The documents of every file; `progress` is told the count of each file's documents."""
-    docs: list[Document] = []
-    for path in expand_paths(paths):
-        read = list(documents(read_text(path), "<stdin>" if path == "-" else path, validation, warn))
-        docs.extend(read)
-        if progress is not None:
-            progress(len(read))
+    """The documents of every file; PublishInputError naming every file that cannot be read."""
+    docs, problems = read_documents(paths, validation, warn, progress)
+    if problems:
+        raise PublishInputError("\n".join(problems))
     return docs
 
 
@@ -381,6 +405,27 @@ def plan_records(
     if problems:
         raise PublishInputError("\n".join(problems))
     return records
+
+
+def plan_files(
+    paths: Sequence[str],
+    kind: InputKind = InputKind.AUTO,
+    *,
+    validate: bool = True,
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[PlannedRecord]:
+    """Read every file and plan every document that reads; if anything is bad, PublishInputError
+    names every file that cannot be read and every bad document of the others (one per line)."""
+    docs, problems = read_documents(paths, validation, warn, progress)
+    try:
+        planned = plan_records(docs, kind, validate=validate, validation=validation, warn=warn)
+    except PublishInputError as exc:
+        problems.append(str(exc))
+    if problems:
+        raise PublishInputError("\n".join(problems))
+    return planned
 
 
 def to_outgoing(
