@@ -26,13 +26,14 @@ def _plain(value: Any) -> Any:
 
 def yaml_document(value: Any, *, width: int | None = None) -> str:
     """One YAML document, without a `---` line (an HTTP body, a file of one object)."""
-    return yaml.dump(
+    text: str = yaml.dump(
         _plain(value),
         Dumper=_DUMPER,
         sort_keys=False,
         allow_unicode=True,
-        **({} if width is None else {"width": width}),
+        width=width,
     )
+    return text
 
 
 def yaml_documents(values: Iterable[Any]) -> str:

@@ -140,9 +140,9 @@ def _enum_fields(placement: Placement) -> Iterator[tuple[str, str, Sequence[str]
     selectors: list[tuple[str, LabelSelector | ClaimSelector | None]] = []
     for i, predicate in enumerate(placement.spec.predicates):
         path = f"spec.predicates[{i}].requiredClusterSelector"
-        selector = predicate.required_cluster_selector
-        selectors += [(f"{path}.labelSelector", selector.label_selector)]
-        selectors += [(f"{path}.claimSelector", selector.claim_selector)]
+        required = predicate.required_cluster_selector
+        selectors += [(f"{path}.labelSelector", required.label_selector)]
+        selectors += [(f"{path}.claimSelector", required.claim_selector)]
     for i, group in enumerate(placement.spec.decision_strategy.group_strategy.decision_groups):
         path = f"spec.decisionStrategy.groupStrategy.decisionGroups[{i}].groupClusterSelector"
         selectors += [(f"{path}.labelSelector", group.group_cluster_selector.label_selector)]
