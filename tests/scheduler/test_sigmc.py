@@ -14,6 +14,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from fleetplace.services.auditor.audit import audit
+from fleetplace.services.auditor.history import read_history
 from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
 from fleetplace.shared.bus.codec import decode_object
 from fleetplace.shared.bus.kafka import BroadcastReader
@@ -293,3 +295,8 @@ async def test_turning_the_output_on_at_a_restart_writes_every_placements_slices
         values = [decode_object(r.value) for r in await reader.read_to_end()]
     seqs = [v["seq"] for v in values if v is not None and v["placement"] == "ns1/web"]
     assert seqs == [1, 2]
+    # the decision published again is one the audit reproduces, reasons of its slices included
+    history = await read_history(broker, topics)
+    assert ("ns1/web", 2) in history.recorded_reasons()
+    report = audit(history)
+    assert (report.checked, report.mismatches) == (3, [])
