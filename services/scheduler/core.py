@@ -923,6 +923,20 @@ class SchedulerProcessor:
             self._apply_slice(slice_key, value)
         return out
 
+    def orphan_slices(self) -> list[tuple[str, int | None]]:
+        """Tombstones (slice key, the seq of the placement's last decision) for the slices on the
+        topic of owned placements that are gone and whose deletion was published (while the
+        SIG-MC output was off, so nothing removed their slices then); none with the output off."""
+        out: list[tuple[str, int | None]] = []
+        for key in sorted(self._live_slices):
+            pub = self.published.get(key)
+            if key in self.fleet.placements or not self.owns(key) or (pub is not None and not pub.deleted):
+                continue  # a live decision's slices are brought up to date by evaluating it
+            out.extend((slice_key, pub.seq if pub else None) for slice_key in sorted(self._live_slices[key]))
+        for slice_key, _ in out:
+            self._apply_slice(slice_key, None)
+        return out
+
     def placement_decisions(
         self, key: str, reasons: Mapping[str, str] | None = None
     ) -> dict[str, Any] | None:

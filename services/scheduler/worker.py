@@ -166,6 +166,7 @@ class SchedulerWorker:
         )
         self._need_catchup = True
         self._placements_caught_up = False
+        self._orphans_due = False  # see on_turn
         self._owned_stale = True
         self._ready = False
         self._reader_stuck = False
@@ -340,14 +341,24 @@ class SchedulerWorker:
             if self._placements_caught_up:
                 self.metrics.caught_up_at.set(time.time())
                 self.processor.mark_all("startup")
+                self._orphans_due = True
 
     async def on_turn(self, turn: Turn) -> None:
         stalled = self._check_stall(self._group)
         now = self.clock.now()
         if stalled or self._need_catchup or not self._placements_caught_up or now is None:
             return  # the runtime publishes the turn's dead letters
+        outgoing = turn.take()
+        if self._orphans_due:
+            # the slices of deleted placements, left while the SIG-MC output was off
+            self._orphans_due = False
+            stamp = HeaderStamp("io.fleetplace.sigmc-placement-decisions", self.source, now)
+            outgoing.extend(
+                OutgoingRecord(self.topics.sigmc_placement_decisions, key, None, stamp.headers(seq))
+                for key, seq in self.processor.orphan_slices()
+            )
         # finishes the round in hand before stopping
-        await self._evaluate(now, self.runtime.reader, turn.take())
+        await self._evaluate(now, self.runtime.reader, outgoing)
         self.metrics.timers.set(len(self.processor._timer_due))
         if self._owned_stale:  # counting walks every placement: only when it can have changed
             self._owned_stale = False

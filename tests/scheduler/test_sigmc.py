@@ -164,6 +164,30 @@ def test_slices_that_do_not_match_the_decision_are_rewritten_and_extra_ones_tomb
     assert union({"ns1/web-0": rewritten}, "web") == again["decisions"] == first["decisions"]
 
 
+def test_the_slices_of_a_placement_deleted_while_the_output_was_off_get_tombstones_once() -> None:
+    p = _processor()
+    _fleet(p)
+    (first,) = p.evaluate(NOW)
+    made = p.sigmc_changes("ns1/web", p.take_pending("ns1/web"))
+    off = SchedulerProcessor(SchedulerOptions())
+    _fleet(off)
+    off.apply("decisions", "ns1/web", first)
+    off.apply("placements", "ns1/web", None)
+    (gone,) = off.evaluate(NOW)
+    assert gone["deleted"]
+    restarted = _processor()
+    _fleet(restarted)
+    restarted.apply("placements", "ns1/web", None)
+    for diff in (first, gone):
+        restarted.apply("decisions", "ns1/web", diff)
+    for key, value in made:
+        restarted.apply("sigmc-placement-decisions", key, value)
+    restarted.mark_all("startup")
+    assert restarted.evaluate(NOW) == []  # the deletion is published already
+    assert restarted.orphan_slices() == [("ns1/web-0", 2)]
+    assert restarted.orphan_slices() == [] and restarted.slices_current("ns1/web")
+
+
 def test_a_slice_without_its_placement_label_is_refused() -> None:
     p = _processor()
     with pytest.raises(ValueError, match=re.escape("cluster.open-cluster-management.io/placement")):
@@ -300,3 +324,30 @@ async def test_turning_the_output_on_at_a_restart_writes_every_placements_slices
     assert ("ns1/web", 2) in history.recorded_reasons()
     report = audit(history)
     assert (report.checked, report.mismatches) == (3, [])
+
+
+@pytest.mark.integration
+async def test_a_start_with_the_output_on_tombstones_the_slices_of_a_placement_deleted_meanwhile(
+    broker: str, topics: Topics
+) -> None:
+    async def current_slices() -> dict[str, Any]:
+        async with BroadcastReader(broker, [topics.sigmc_placement_decisions]) as reader:
+            records = await reader.read_to_end()
+        out: dict[str, Any] = {}
+        for r in sorted(records, key=lambda r: (r.partition, r.offset)):
+            out[r.key.decode() if isinstance(r.key, bytes) else str(r.key)] = decode_object(r.value)
+        return {k: v for k, v in out.items() if v is not None}
+
+    async with Bus(broker, topics) as bus:
+        async with running(settings_for(broker, topics.prefix, sigmc_decisions=True)):
+            await bus.publish(*base_fleet(), *[profile(f"c{i}") for i in range(3)], placement("ns1", "web"))
+            await bus.wait_for(lambda: "ns1/web" in bus.latest(), what="the decision")
+        assert sorted(await current_slices()) == ["ns1/web-0"]
+        async with running(settings_for(broker, topics.prefix)):
+            await bus.delete("Placement", "ns1/web")
+            await bus.wait_for(lambda: bus.latest()["ns1/web"].get("deleted", False), what="the deletion")
+        assert sorted(await current_slices()) == ["ns1/web-0"]  # the output was off
+        async with running(settings_for(broker, topics.prefix, sigmc_decisions=True)):
+            await bus.publish(placement("ns1", "zz-later"))
+            await bus.wait_for(lambda: "ns1/zz-later" in bus.latest(), what="the later placement")
+    assert sorted(await current_slices()) == ["ns1/zz-later-0"]
