@@ -12,6 +12,7 @@ published decision → DecisionDiff (or nothing when nothing changed).
 from __future__ import annotations
 
 import functools
+import hashlib
 import heapq
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
@@ -69,13 +71,14 @@ class InvalidRecord(ValueError):
     """A record that cannot be applied; the reason goes to the dead-letter topic."""
 
 
-def _compared(piece: Mapping[str, Any]) -> dict[str, Any]:
-    """A SIG-MC slice as its currency is judged: what the decision's clusters and groups make of
-    it, without the seq it was written for and the reasons (a reason follows the scores, which
-    move without the decision changing)."""
+def _digest(piece: Mapping[str, Any]) -> bytes:
+    """A SIG-MC slice as its currency is judged, in 16 bytes (a fleet's slices are kept by every
+    instance): what the decision's clusters and groups make of it, without the seq it was
+    written for and the reasons (a reason follows the scores, which move without the decision
+    changing)."""
     meta = piece.get("metadata")
     decisions = piece.get("decisions")
-    return {
+    compared = {
         **piece,
         "metadata": {k: v for k, v in meta.items() if k != "annotations"}
         if isinstance(meta, Mapping)
@@ -85,6 +88,7 @@ def _compared(piece: Mapping[str, Any]) -> dict[str, Any]:
             for d in (decisions if isinstance(decisions, list) else [])
         ],
     }
+    return hashlib.blake2b(orjson.dumps(compared, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,9 +293,9 @@ class SchedulerProcessor:
         self._pending: dict[str, Pending] = {}
         self._wants_reasons = self.options.sigmc or self.options.ocm_reasons
         # the SIG-MC slices on their topic (read back only with that output on): placement -> slice
-        # key -> the slice as `_compared` gives it; slice key -> placement; and the seq of each
-        # placement's decision its slices were last found to match
-        self._live_slices: dict[str, dict[str, dict[str, Any]]] = {}
+        # key -> the slice's `_digest`; slice key -> placement; and the seq of each placement's
+        # decision its slices were last found to match
+        self._live_slices: dict[str, dict[str, bytes]] = {}
         self._slice_owner: dict[str, str] = {}
         self._slices_match: dict[str, int] = {}
 
@@ -610,7 +614,7 @@ class SchedulerProcessor:
             )
         placement = f"{namespace}/{name}"
         self._slice_owner[key] = placement
-        self._live_slices.setdefault(placement, {})[key] = _compared(value)
+        self._live_slices.setdefault(placement, {})[key] = _digest(value)
         self._slices_match.pop(placement, None)
 
     def _slices_of(self, key: str, pub: Published, reasons: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -630,7 +634,7 @@ class SchedulerProcessor:
         if self._slices_match.get(key) == pub.seq:
             return True
         ns = key.partition("/")[0]
-        wanted = {f"{ns}/{s['metadata']['name']}": _compared(s) for s in self._slices_of(key, pub, {})}
+        wanted = {f"{ns}/{s['metadata']['name']}": _digest(s) for s in self._slices_of(key, pub, {})}
         if live != wanted:
             return False
         self._slices_match[key] = pub.seq
