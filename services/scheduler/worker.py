@@ -1,9 +1,10 @@
 """The scheduler worker: the Kafka shell around `SchedulerProcessor`, run by `WorkerRuntime`.
 
 Sources: a global-table reader over clusters, taints, scores, clustersets, clustersetbindings and
-decisions (every instance reads all of it; with the SIG-MC output on, its slices too), plus `placements` through a consumer group (an
-instance owns the placements of its partitions). Sink: `decisions` (the audit log and the
-checkpoint) and `placement-decisions` (current state). No offsets are committed: after a restart
+decisions (every instance reads all of it; with the SIG-MC output on, its slices too), plus
+`placements` through a consumer group (an instance owns the placements of its partitions). Sink:
+`decisions` (the audit log and the checkpoint), `placement-decisions` (current state) and, with
+the SIG-MC output on, `sigmc-placement-decisions`. No offsets are committed: after a restart
 the placements are re-read from the beginning, after a rebalance those of the partitions new to
 the instance (one it owned before is read on from where it stopped), and only what differs from
 the last published decision is published.
@@ -183,7 +184,7 @@ class SchedulerWorker:
         self._input_topics = list(broadcast)
         if settings.sigmc_decisions:
             # the slices already written, read back so that a start brings every placement's
-            # slices up to date and rewrites none that is (docs/cluster-inventory.md)
+            # slices up to date and rewrites none that is current (docs/cluster-inventory.md)
             broadcast.append(self.topics.sigmc_placement_decisions)
         self.runtime = WorkerRuntime(
             settings,
