@@ -11,10 +11,11 @@ itself is shown except for secrets (docs/operations.md, Settings).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, Json, SecretStr, ValidationError, model_validator
+from pydantic import Field, Json, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -28,6 +29,8 @@ LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 
 SECRET_FIELDS = frozenset({"sasl_password", "debug_token"})
 _ERROR_TYPE = "invalid_setting"
+# a Prometheus base URL, as a ScoreSource's `spec.prometheus.url` must be one
+_HTTP_URL = re.compile(r"^https?://[^/\s]+")
 
 
 def _problem(error: Mapping[str, Any], field: str) -> str:
@@ -174,6 +177,17 @@ class Settings(BaseSettings):
     # as JSON: {"main": "http://prometheus:9090"}. Json[...] makes a value that is not JSON an
     # error of this variable (a dict field would fail in the settings source, unnamed).
     prometheus_endpoints: Json[dict[str, str]] = "{}"  # type: ignore[assignment]
+
+    @field_validator("prometheus_endpoints")
+    @classmethod
+    def _endpoint_urls(cls, value: dict[str, str]) -> dict[str, str]:
+        """Each endpoint an http:// or https:// URL: said when the settings load, not at the
+        first query of a source that names it."""
+        bad = [name for name, url in value.items() if not _HTTP_URL.match(url)]
+        if bad:
+            names = ", ".join(repr(n) for n in bad)
+            raise ValueError(f"endpoint {names} is not an http:// or https:// URL")
+        return value
 
     # The hub bridge (docs/hub.md): its kubeconfig (empty: $KUBECONFIG, ~/.kube/config, else the
     # pod's ServiceAccount), its requests per second and burst (OCM's controllers use 50 and 100),

@@ -223,9 +223,7 @@ def test_bad_placement_field_exits_2_naming_file_and_field(tmp_path: Path) -> No
     assert code == 2
     assert "bad.json" in err
     assert "numberOfClusters" in err
-    (line,) = lines
-    assert "numberOfClusters" in line["error"]
-    assert "decisions" not in line
+    assert lines == []  # stdout carries results only
 
 
 def test_one_bad_scenario_does_not_stop_the_others(tmp_path: Path) -> None:
@@ -233,9 +231,8 @@ def test_one_bad_scenario_does_not_stop_the_others(tmp_path: Path) -> None:
     bad["objects"][-1]["spec"]["numberOfClusters"] = "abc"
     code, lines, _ = simulate(write(tmp_path / "s.json", [scenario("good"), bad]))
     assert code == 2
-    assert lines[0]["name"] == "good"
+    assert [line["name"] for line in lines] == ["good"]
     assert "decisions" in lines[0]
-    assert "error" in lines[1]
 
 
 @pytest.mark.parametrize(
@@ -279,3 +276,23 @@ def test_requeue_after_seconds_counts_from_now(tmp_path: Path) -> None:
     code, lines, _ = simulate(write(tmp_path / "s.json", sc))
     assert code == 0
     assert lines[0]["requeueAfterSeconds"] == 60
+
+
+@pytest.mark.parametrize("output", ["table", "sig-mc", "json", "yaml"])
+def test_a_broken_file_prints_nothing_on_stdout_and_its_error_once(tmp_path: Path, output: str) -> None:
+    """Piped into `kubectl apply` without pipefail, any stdout would hide the failure."""
+    bad = scenario()
+    bad["objects"][-1]["spec"]["numberOfClusters"] = "abc"
+    broken = write(tmp_path / "broken.json", bad)
+    done = simulate_process(broken, "-o", output)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("numberOfClusters") == 1, done.stderr
+
+
+def test_sig_mc_writes_no_list_when_one_of_the_files_fails(tmp_path: Path) -> None:
+    bad = scenario("bad")
+    bad["objects"][-1]["spec"]["numberOfClusters"] = "abc"
+    done = simulate_process(write(tmp_path / "s.json", [scenario("good"), bad]), "-o", "sig-mc")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "numberOfClusters" in done.stderr

@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-import yaml
 from pydantic import TypeAdapter, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -39,6 +38,7 @@ from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.placement.options import EngineOptions
 from fleetplace.shared.settings import Settings
+from fleetplace.shared.yaml_text import write_yaml_documents
 
 _TIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 
@@ -360,7 +360,10 @@ def register(app: typer.Typer) -> None:
         prefix: Prefix = None,
     ) -> None:
         """The current decisions as OCM PlacementDecision objects (pages of 100, OCM's names and
-        labels), or as SIG-Multicluster PlacementDecision slices, for `kubectl apply`."""
+        labels), or as SIG-Multicluster PlacementDecision slices, for `kubectl apply`.
+
+        Exit 1 when --placement names a placement with nothing to export: no decision, or with
+        --format sig-mc no slices (the scheduler writes them with FLEETPLACE_SIGMC_DECISIONS=true)."""
         key = _placement_key("--placement", placement)
         if output not in ("yaml", "json"):
             raise _fail(f"--output: expected yaml or json, got {output!r}")
@@ -384,6 +387,14 @@ def register(app: typer.Typer) -> None:
                     if s["metadata"].get("namespace") == ns
                     and (s["metadata"].get("labels") or {}).get(PLACEMENT_LABEL) == name
                 ]
+                if not items:
+                    raise _fail(
+                        f"placement {key!r} has no SIG-MC slices on "
+                        f"{Topics(settings.topic_prefix).sigmc_placement_decisions}: the scheduler "
+                        "writes them with FLEETPLACE_SIGMC_DECISIONS=true (started with it, it "
+                        "writes every placement's), and none for a placement without a decision",
+                        1,
+                    )
             _write_objects(items, output)
             return
         try:
@@ -396,6 +407,8 @@ def register(app: typer.Typer) -> None:
             raise _fail(str(e)) from None
         if key is not None:
             current = {k: v for k, v in current.items() if k == key}
+            if not current:
+                raise _fail(f"placement {key!r} has no decision", 1)
         _write_objects(kubernetes_objects(current), output)
 
 
@@ -404,8 +417,7 @@ def _write_objects(objects: list[dict[str, Any]], output: str) -> None:
     if output == "json":
         _write_json({"apiVersion": "v1", "kind": "List", "items": objects})
     else:
-        sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False) if objects else "")
-        sys.stdout.flush()
+        write_yaml_documents(objects)
 
 
 def _placements_from(path: Path) -> list[Placement]:

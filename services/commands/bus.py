@@ -30,7 +30,7 @@ from fleetplace.shared.api.objects import Validation
 from fleetplace.shared.bus.broker import MEMORY_STORAGE, EmbeddedBroker
 from fleetplace.shared.bus.errors import BusError, TopicLayoutError
 from fleetplace.shared.bus.kafka import make_producer, send_all, start_client
-from fleetplace.shared.bus.publish import InputKind, load_documents, plan_records, to_outgoing
+from fleetplace.shared.bus.publish import InputKind, plan_files, to_outgoing
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.bus.topics import (
     CATALOGUE,
@@ -190,8 +190,9 @@ def register(app: typer.Typer) -> None:
         strictness = validation or Validation.STRICT
         try:
             with progress("reading") as advance:
-                docs = load_documents(wanted, strictness, warn, advance)
-            planned = plan_records(docs, kind, validate=not delete, validation=strictness, warn=warn)
+                planned = plan_files(
+                    wanted, kind, validate=not delete, validation=strictness, warn=warn, progress=advance
+                )
         except BusError as exc:
             raise _fail(str(exc), 2) from None
         if dry_run:

@@ -17,11 +17,12 @@ from typing import Annotated, Any, Literal
 
 import orjson
 import typer
-import yaml
 from rich.console import Console
 from rich.rule import Rule
 from rich.style import Style
 from rich.text import Text
+
+from fleetplace.shared.yaml_text import write_yaml_documents
 
 __all__ = [
     "Bootstrap",
@@ -104,15 +105,7 @@ def write_json(value: Any) -> None:
 
 def write_yaml(value: Any) -> None:
     """One YAML document per value, each starting with `---`."""
-    sys.stdout.write(
-        yaml.dump(
-            orjson.loads(orjson.dumps(value)),  # plain JSON types: no Python tags in the output
-            Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper),
-            explicit_start=True,
-            sort_keys=False,
-            allow_unicode=True,
-        )
-    )
+    write_yaml_documents([value])
 
 
 # wider than any line a command prints: on a pipe nothing wraps

@@ -60,18 +60,20 @@ def preview(
 ) -> None:
     """Evaluate sources once and print the scores the worker would publish; nothing is sent.
 
-    Exit 1 when an evaluation fails (the reason is printed), 2 when a file is not a ScoreSource."""
+    Exit 1 when an evaluation fails (the reason is printed), 2 when a file is not a ScoreSource
+    or a FLEETPLACE_* setting is invalid."""
     import aiohttp
 
+    from fleetplace.services.commands.worker import environment_settings
     from fleetplace.services.scores.prometheus import Evaluation, evaluate
     from fleetplace.shared.api.admission import read_score_source
     from fleetplace.shared.api.objects import ObjectError
     from fleetplace.shared.api.score_sources import ScoreSource
     from fleetplace.shared.bus.publish import PublishInputError, load_documents
     from fleetplace.shared.scoring import plan_scores
-    from fleetplace.shared.settings import Settings
 
     out = parse_output(output)
+    endpoints = environment_settings().prometheus_endpoints
     if prometheus is not None and not prometheus.startswith(("http://", "https://")):
         typer.echo(f"error: --prometheus: expected an http:// or https:// URL, got {prometheus!r}", err=True)
         raise typer.Exit(2)
@@ -97,7 +99,6 @@ def preview(
         raise typer.Exit(2)
 
     async def run() -> list[Evaluation]:
-        endpoints = Settings().prometheus_endpoints
         async with aiohttp.ClientSession() as session:
             return list(
                 await asyncio.gather(

@@ -53,9 +53,6 @@ def _table(line: dict[str, Any]) -> None:
     console = table_console()
     title = f"{line['placement']}" + (f"  ({line['name']})" if line.get("name") else "")
     console.rule(title)
-    if "error" in line:
-        console.print(f"[red]error:[/red] {line['error']}")
-        return
     console.print(f"selected {line['numberOfSelectedClusters']}: {', '.join(line['decisions']) or '—'}")
     for c in line["conditions"]:
         console.print(f"  {c['type']}={c['status']} {c['reason']}: {c['message']}")
@@ -91,8 +88,7 @@ def _sequences(path: Path, output: Output, admission: bool, options: EngineOptio
         except InputError as e:
             failed = True
             typer.echo(f"error: {e}", err=True)
-            name = seq.get("name") if isinstance(seq, Mapping) else None
-            lines = [{"name": name, "error": str(e)}]
+            continue
         for line in lines:
             _emit(line, output)
     sys.stdout.flush()
@@ -122,7 +118,8 @@ ignored), unless the scenario says `"admission": true`. --admission / --as-writt
 --validate given on the command line apply to every input.
 
 Exit status: 0; 1 when a scenario's `expect` does not match the result (the line then has
-`expectMismatch`); 2 on bad input."""
+`expectMismatch`); 2 on bad input. Results go to stdout, errors to stderr only: a scenario or file
+that fails prints nothing on stdout, and with --output sig-mc any failure means no List at all."""
 
 
 def register(app: typer.Typer) -> None:
@@ -251,13 +248,13 @@ def register(app: typer.Typer) -> None:
                     raise sc
                 lines = run_scenario(sc, placement, default_now, engine_options, sigmc)
             except InputError as e:
+                # stdout carries results only, whatever the output: the error is said once, here
                 failed = True
                 typer.echo(f"error: {e}", err=True)
-                name = sc.name if isinstance(sc, Scenario) else None
-                lines = [{"name": name, "placement": placement, "error": str(e)}]
+                continue
             expect = sc.expect if isinstance(sc, Scenario) else None
             for line in lines:
-                if isinstance(sc, Scenario) and expect is not None and "error" not in line:
+                if isinstance(sc, Scenario) and expect is not None:
                     differences = expect_mismatches(line, expect)
                     if differences:
                         mismatched = True
@@ -271,7 +268,9 @@ def register(app: typer.Typer) -> None:
                     sigmc_items.extend(line.get("sigmc", []))
                 else:
                     _emit(line, out)
-        if sigmc is not None:
+        if sigmc is not None and not failed:
+            # all or nothing: a List short of the placements that failed, piped into
+            # `kubectl apply` without pipefail, would hide the failure
             write_yaml({"apiVersion": "v1", "kind": "List", "items": sigmc_items})
         sys.stdout.flush()
         if failed:

@@ -36,12 +36,18 @@ worker_app = typer.Typer(
 )
 
 
-def _settings(bootstrap: str | None, prefix: str | None, **updates: Any) -> Settings:
+def environment_settings() -> Settings:
+    """The settings from the environment, or exit 2 saying which variable is wrong and why (what
+    every command prints, never a traceback)."""
     try:
-        settings = Settings()
+        return Settings()
     except ValidationError as exc:
         typer.echo(f"error: invalid settings in the environment: {describe(exc)}", err=True)
         raise typer.Exit(2) from None
+
+
+def _settings(bootstrap: str | None, prefix: str | None, **updates: Any) -> Settings:
+    settings = environment_settings()
     kafka = settings.kafka
     if bootstrap:
         kafka = kafka.model_copy(update={"bootstrap_servers": bootstrap})

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-import yaml
 from aiohttp import web
 from yarl import URL
 
@@ -40,6 +39,7 @@ from fleetplace.shared.api.ocm import Placement
 from fleetplace.shared.placement import schedule
 from fleetplace.shared.placement.explain import result_json
 from fleetplace.shared.queueing import ConfigError, parse_config
+from fleetplace.shared.yaml_text import yaml_document
 
 Clock = Callable[[], datetime]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -238,7 +238,7 @@ def create_app(
             return ""
         body = found.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         body = {"apiVersion": found.api_version, "kind": "Placement", **body}
-        return yaml.safe_dump(body, sort_keys=False)
+        return yaml_document(body)
 
     def key_of(request: web.Request) -> str:
         return f"{request.match_info['namespace']}/{request.match_info['name']}"

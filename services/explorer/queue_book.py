@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from fleetplace.services.auditor.history import History, collection_paused
 from fleetplace.services.auditor.queue_whatif import RecordedApplication, RecordedReader
 from fleetplace.services.auditor.queues import QueuePlacerReplay
@@ -22,6 +20,7 @@ from fleetplace.shared.bus.envelope import format_time
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import APP_PLACEMENTS, QUEUE_CONFIGS
 from fleetplace.shared.queueing import QueueState
+from fleetplace.shared.yaml_text import yaml_document
 
 QUEUE_TOPICS = (QUEUE_CONFIGS, APP_PLACEMENTS)
 
@@ -131,4 +130,4 @@ class QueueBook:
         if not partitions:
             return ""
         doc = {"partitions": [partitions[k] for k in sorted(partitions)]}
-        return yaml.safe_dump(doc, sort_keys=False)
+        return yaml_document(doc)

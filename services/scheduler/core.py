@@ -12,6 +12,7 @@ published decision → DecisionDiff (or nothing when nothing changed).
 from __future__ import annotations
 
 import functools
+import hashlib
 import heapq
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import admit
@@ -32,6 +34,7 @@ from fleetplace.shared.api.cluster_sources import merged_taints
 from fleetplace.shared.api.decisions import SCHEMA_VERSION, DecisionDiff, DecisionGroup, DecisionTrigger
 from fleetplace.shared.api.objects import ObjectError, parse_object
 from fleetplace.shared.api.ocm import (
+    PLACEMENT_LABEL,
     AddOnPlacementScore,
     ManagedCluster,
     ManagedClusterSet,
@@ -63,8 +66,32 @@ STATE_TOPICS: dict[str, str] = {
 }
 
 
+# the scheduler's own output, read back (with the SIG-MC output on) to know which slices are current
+SIGMC_TOPIC = "sigmc-placement-decisions"
+
+
 class InvalidRecord(ValueError):
     """A record that cannot be applied; the reason goes to the dead-letter topic."""
+
+
+def _digest(piece: Mapping[str, Any]) -> bytes:
+    """A SIG-MC slice as its currency is judged, in 16 bytes (a fleet's slices are kept by every
+    instance): what the decision's clusters and groups make of it, without the seq it was
+    written for and the reasons (a reason follows the scores, which move without the decision
+    changing)."""
+    meta = piece.get("metadata")
+    decisions = piece.get("decisions")
+    compared = {
+        **piece,
+        "metadata": {k: v for k, v in meta.items() if k != "annotations"}
+        if isinstance(meta, Mapping)
+        else meta,
+        "decisions": [
+            {k: v for k, v in d.items() if k != "reason"} if isinstance(d, Mapping) else d
+            for d in (decisions if isinstance(decisions, list) else [])
+        ],
+    }
+    return hashlib.blake2b(orjson.dumps(compared, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +295,12 @@ class SchedulerProcessor:
         # per placement with a diff not yet published: see `take_pending`
         self._pending: dict[str, Pending] = {}
         self._wants_reasons = self.options.sigmc or self.options.ocm_reasons
+        # the SIG-MC slices on their topic (read back only with that output on): placement -> slice
+        # key -> the slice's `_digest`; slice key -> placement; and the seq of each placement's
+        # decision its slices were last found to match
+        self._live_slices: dict[str, dict[str, bytes]] = {}
+        self._slice_owner: dict[str, str] = {}
+        self._slices_match: dict[str, int] = {}
 
     # ---- applying records -----------------------------------------------------------------
     def apply(self, topic: str, key: str, value: Mapping[str, Any] | None) -> None:
@@ -278,6 +311,8 @@ class SchedulerProcessor:
             self._apply_taints(key, value)
         elif topic in STATE_TOPICS:
             self._apply_state(topic, key, value)
+        elif topic == SIGMC_TOPIC:
+            self._apply_slice(key, value)
         else:
             raise InvalidRecord(f"topic {topic!r} is not an input of the scheduler")
 
@@ -561,6 +596,53 @@ class SchedulerProcessor:
             for key in self.fleet.placements:
                 self.mark(key, Trigger("resync", key))
 
+    def _apply_slice(self, key: str, value: Mapping[str, Any] | None) -> None:
+        """A SIG-MC slice as it stands on its topic (a tombstone: gone)."""
+        owner = self._slice_owner.pop(key, None)
+        if owner is not None:
+            live = self._live_slices.get(owner, {})
+            live.pop(key, None)
+            if not live:
+                self._live_slices.pop(owner, None)
+            self._slices_match.pop(owner, None)
+        if value is None:
+            return
+        meta = value.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        name = labels.get(PLACEMENT_LABEL) if isinstance(labels, Mapping) else None
+        if not isinstance(namespace, str) or not isinstance(name, str):
+            raise InvalidRecord(
+                f"{SIGMC_TOPIC}: slice {key!r}: metadata.namespace or the {PLACEMENT_LABEL} label is missing"
+            )
+        placement = f"{namespace}/{name}"
+        self._slice_owner[key] = placement
+        self._live_slices.setdefault(placement, {})[key] = _digest(value)
+        self._slices_match.pop(placement, None)
+
+    def _slices_of(self, key: str, pub: Published, reasons: Mapping[str, str]) -> list[dict[str, Any]]:
+        ns = key.partition("/")[0]
+        return slices(key, pub.groups, reasons, lambda c: self.profile_namespace(c, ns), pub.seq)
+
+    def slices_current(self, key: str) -> bool:
+        """Whether the SIG-MC slices on their topic are those of the placement's decision in force
+        (always, with that output off): every slice it makes, with its clusters, groups and
+        references, and no other; none for a deleted placement."""
+        if not self.options.sigmc:
+            return True
+        pub = self.published.get(key)
+        live = self._live_slices.get(key, {})
+        if pub is None or pub.deleted:
+            return not live
+        if self._slices_match.get(key) == pub.seq:
+            return True
+        ns = key.partition("/")[0]
+        wanted = {f"{ns}/{s['metadata']['name']}": _digest(s) for s in self._slices_of(key, pub, {})}
+        if live != wanted:
+            return False
+        self._slices_match[key] = pub.seq
+        return True
+
     def next_timer(self) -> float | None:
         while (
             self._timers
@@ -648,13 +730,24 @@ class SchedulerProcessor:
                 and last.groups == groups
                 and (last.status is status or last.status == status)
             )
-            if same and (
-                placement.spec.sort_by != "Score"
-                or last.decision_scores() == result.scores_of(set(decisions))
+            # a decision whose SIG-MC slices are missing or out of date (the output was off, or
+            # its slices were deleted) is published again: its slices are written with reasons
+            # the audit can recompute at the new decision's watermark (docs/cluster-inventory.md)
+            if (
+                same
+                and (
+                    placement.spec.sort_by != "Score"
+                    or last.decision_scores() == result.scores_of(set(decisions))
+                )
+                and self.slices_current(key)
             ):
                 self.engine.commit(result)
                 return None
-            if placement.spec.sort_by == "Score" and _same_membership(last, groups, status):
+            if (
+                placement.spec.sort_by == "Score"
+                and _same_membership(last, groups, status)
+                and self.slices_current(key)
+            ):
                 # only scores or their order changed: republish at most once per scoreRateLimit
                 limit = _rate_limit_seconds(placement.spec.score_rate_limit)
                 due = last.evaluated_at + limit
@@ -825,24 +918,39 @@ class SchedulerProcessor:
     def sigmc_changes(self, key: str, pending: Pending | None) -> list[tuple[str, dict[str, Any] | None]]:
         """The SIG-MC slice records (key `namespace/slice`, value or tombstone) that publishing the
         new decision of `key` makes: none when its clusters and groups are those of the decision
-        it replaces (a change of status or scores alone), else every slice of the new decision
-        and a tombstone for each slice of the old one beyond them."""
+        it replaces and the slices on the topic are already its (a change of status or scores
+        alone), else every slice of the new decision and a tombstone for each other slice of the
+        placement, on the topic or made by the old decision."""
         if not self.options.sigmc or pending is None:
             return []
         before, pub = pending.before, self.published.get(key)
         old = before.groups if before is not None and not before.deleted else None
         new = pub.groups if pub is not None and not pub.deleted else None
-        if old is not None and new is not None and old == new:
+        if old is not None and new is not None and old == new and self.slices_current(key):
             return []
         ns, _, name = key.partition("/")
-        made = (
-            slices(key, new, pending.reasons, lambda c: self.profile_namespace(c, ns), pub.seq)
-            if new is not None and pub is not None
-            else []
-        )
+        made = self._slices_of(key, pub, pending.reasons) if new is not None and pub is not None else []
         out: list[tuple[str, dict[str, Any] | None]] = [(f"{ns}/{s['metadata']['name']}", s) for s in made]
-        stale = slice_names(name, slice_count(old) if old is not None else 0)[len(made) :]
-        out.extend((f"{ns}/{n}", None) for n in stale)
+        kept = {k for k, _ in out}
+        stale = {f"{ns}/{n}" for n in slice_names(name, slice_count(old) if old is not None else 0)}
+        stale.update(self._live_slices.get(key, {}))
+        out.extend((k, None) for k in sorted(stale - kept))
+        for slice_key, value in out:  # what the topic holds once these are written
+            self._apply_slice(slice_key, value)
+        return out
+
+    def orphan_slices(self) -> list[tuple[str, int | None]]:
+        """Tombstones (slice key, the seq of the placement's last decision) for the slices on the
+        topic of owned placements that are gone and whose deletion was published (while the
+        SIG-MC output was off, so nothing removed their slices then); none with the output off."""
+        out: list[tuple[str, int | None]] = []
+        for key in sorted(self._live_slices):
+            pub = self.published.get(key)
+            if key in self.fleet.placements or not self.owns(key) or (pub is not None and not pub.deleted):
+                continue  # a live decision's slices are brought up to date by evaluating it
+            out.extend((slice_key, pub.seq if pub else None) for slice_key in sorted(self._live_slices[key]))
+        for slice_key, _ in out:
+            self._apply_slice(slice_key, None)
         return out
 
     def placement_decisions(

@@ -1,9 +1,10 @@
 """The scheduler worker: the Kafka shell around `SchedulerProcessor`, run by `WorkerRuntime`.
 
 Sources: a global-table reader over clusters, taints, scores, clustersets, clustersetbindings and
-decisions (every instance reads all of it), plus `placements` through a consumer group (an
-instance owns the placements of its partitions). Sink: `decisions` (the audit log and the
-checkpoint) and `placement-decisions` (current state). No offsets are committed: after a restart
+decisions (every instance reads all of it; with the SIG-MC output on, its slices too), plus
+`placements` through a consumer group (an instance owns the placements of its partitions). Sink:
+`decisions` (the audit log and the checkpoint), `placement-decisions` (current state) and, with
+the SIG-MC output on, `sigmc-placement-decisions`. No offsets are committed: after a restart
 the placements are re-read from the beginning, after a rebalance those of the partitions new to
 the instance (one it owned before is read on from where it stopped), and only what differs from
 the last published decision is published.
@@ -166,6 +167,7 @@ class SchedulerWorker:
         )
         self._need_catchup = True
         self._placements_caught_up = False
+        self._orphans_due = False  # see on_turn
         self._owned_stale = True
         self._ready = False
         self._reader_stuck = False
@@ -178,6 +180,12 @@ class SchedulerWorker:
         broadcast = [self.topics.name(t) for t in BROADCAST]
         if settings.clock == "topic":
             broadcast.append(self.topics.clock)
+        # what decisions are computed from: their `inputs` watermark names these topics only
+        self._input_topics = list(broadcast)
+        if settings.sigmc_decisions:
+            # the slices already written, read back so that a start brings every placement's
+            # slices up to date and rewrites none that is current (docs/cluster-inventory.md)
+            broadcast.append(self.topics.sigmc_placement_decisions)
         self.runtime = WorkerRuntime(
             settings,
             self,
@@ -334,14 +342,24 @@ class SchedulerWorker:
             if self._placements_caught_up:
                 self.metrics.caught_up_at.set(time.time())
                 self.processor.mark_all("startup")
+                self._orphans_due = True
 
     async def on_turn(self, turn: Turn) -> None:
         stalled = self._check_stall(self._group)
         now = self.clock.now()
         if stalled or self._need_catchup or not self._placements_caught_up or now is None:
             return  # the runtime publishes the turn's dead letters
+        outgoing = turn.take()
+        if self._orphans_due:
+            # the slices of deleted placements, left while the SIG-MC output was off
+            self._orphans_due = False
+            stamp = HeaderStamp("io.fleetplace.sigmc-placement-decisions", self.source, now)
+            outgoing.extend(
+                OutgoingRecord(self.topics.sigmc_placement_decisions, key, None, stamp.headers(seq))
+                for key, seq in self.processor.orphan_slices()
+            )
         # finishes the round in hand before stopping
-        await self._evaluate(now, self.runtime.reader, turn.take())
+        await self._evaluate(now, self.runtime.reader, outgoing)
         self.metrics.timers.set(len(self.processor._timer_due))
         if self._owned_stale:  # counting walks every placement: only when it can have changed
             self._owned_stale = False
@@ -420,7 +438,7 @@ class SchedulerWorker:
         return False
 
     def _inputs(self, reader: BroadcastReader) -> dict[str, int]:
-        inputs = reader.watermark.inputs()
+        inputs = reader.watermark.inputs(self._input_topics)
         for partition, offset in sorted(self._placement_next.items()):
             inputs[f"placements/{partition}"] = offset
         return inputs

@@ -1,14 +1,15 @@
 """Input objects → records on the right topic with the right key (what `fleetplace publish` sends).
 
-Everything is read and checked before anything is sent: `plan_records` either returns every
-record or raises PublishInputError naming every bad file, document and field. An OCM object is
-checked exactly as the scheduler worker admits it (`fleetplace.shared.api.admission`), and
-unknown fields, unknown apiVersions and duplicated YAML keys are errors unless relaxed
-(`Validation`), as with `kubectl apply --validate`.
+Everything is read and checked before anything is sent: `plan_files` reads every file and either
+returns every record or raises PublishInputError naming every bad file, document and field. An
+OCM object is checked exactly as the scheduler worker admits it
+(`fleetplace.shared.api.admission`), and unknown fields, unknown apiVersions and duplicated YAML
+keys are errors unless relaxed (`Validation`), as with `kubectl apply --validate`.
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -23,7 +24,13 @@ from pydantic import ValidationError
 
 from fleetplace.shared.api.admission import read_document, read_object, read_score_source
 from fleetplace.shared.api.objects import ObjectError, Validation, Warn, load_yaml, object_ref, problems_of
-from fleetplace.shared.api.ocm import ClusterTaints, Placement
+from fleetplace.shared.api.ocm import (
+    ClaimSelector,
+    ClusterTaints,
+    LabelSelector,
+    ManagedClusterSet,
+    Placement,
+)
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.envelope import new_envelope
 from fleetplace.shared.bus.errors import BusError
@@ -43,6 +50,10 @@ from fleetplace.shared.bus.topics import (
     Topics,
     spec,
 )
+from fleetplace.shared.placement.plugins.registry import BUILT_IN
+from fleetplace.shared.placement.plugins.taints import TOLERATION_OPERATORS
+from fleetplace.shared.placement.selectors import OPERATORS
+from fleetplace.shared.placement.weights import MODES
 
 SOURCE = "/fleetplace/publish"
 _FILE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl", ".ndjson")
@@ -87,7 +98,76 @@ def _ocm_object(
     obj, _ = read_object(body, where, admission=True, validation=validation, warn=warn)
     if isinstance(obj, Placement) and warn is not None:
         _warn_cel(obj, where, warn)
+        _warn_enums(obj, where, warn)
+    if isinstance(obj, ManagedClusterSet) and warn is not None:
+        selector = obj.spec.cluster_selector.label_selector
+        for path, value, allowed in _operators(selector, "spec.clusterSelector.labelSelector"):
+            _warn_value(
+                warn,
+                f"{where}: ManagedClusterSet {obj.metadata.name!r}",
+                path,
+                value,
+                allowed,
+                "the scheduler cannot read the set's clusters",
+            )
     return body
+
+
+def _operators(
+    selector: LabelSelector | ClaimSelector | None, path: str
+) -> Iterator[tuple[str, str, Sequence[str]]]:
+    """(path, operator, the operators there are) of each of a selector's matchExpressions."""
+    for j, expression in enumerate(selector.match_expressions if selector is not None else ()):
+        yield f"{path}.matchExpressions[{j}].operator", expression.operator, OPERATORS
+
+
+def _enum_fields(placement: Placement) -> Iterator[tuple[str, str, Sequence[str], str]]:
+    """(path, value, the values there are, what another value does) of each string field of a
+    Placement that OCM's API accepts as any string but the scheduler reads as one of a few."""
+    misconfigured = "the scheduler will report the placement Misconfigured"
+    policy = placement.spec.prioritizer_policy
+    if policy.mode:  # empty: the default, Additive
+        yield "spec.prioritizerPolicy.mode", policy.mode, MODES, misconfigured
+    for i, config in enumerate(policy.configurations):
+        coordinate = config.score_coordinate
+        if coordinate is not None and coordinate.type == "BuiltIn" and config.weight != 0:
+            path = f"spec.prioritizerPolicy.configurations[{i}].scoreCoordinate.builtIn"
+            yield path, coordinate.built_in, tuple(BUILT_IN), misconfigured
+    for i, toleration in enumerate(placement.spec.tolerations):
+        if toleration.operator:  # empty: the default, Equal
+            path = f"spec.tolerations[{i}].operator"
+            yield path, toleration.operator, TOLERATION_OPERATORS, "the toleration tolerates nothing"
+    selectors: list[tuple[str, LabelSelector | ClaimSelector | None]] = []
+    for i, predicate in enumerate(placement.spec.predicates):
+        path = f"spec.predicates[{i}].requiredClusterSelector"
+        required = predicate.required_cluster_selector
+        selectors += [(f"{path}.labelSelector", required.label_selector)]
+        selectors += [(f"{path}.claimSelector", required.claim_selector)]
+    for i, group in enumerate(placement.spec.decision_strategy.group_strategy.decision_groups):
+        path = f"spec.decisionStrategy.groupStrategy.decisionGroups[{i}].groupClusterSelector"
+        selectors += [(f"{path}.labelSelector", group.group_cluster_selector.label_selector)]
+        selectors += [(f"{path}.claimSelector", group.group_cluster_selector.claim_selector)]
+    for path, selector in selectors:
+        for field, value, allowed in _operators(selector, path):
+            yield field, value, allowed, misconfigured
+
+
+def _warn_value(warn: Warn, subject: str, path: str, value: str, allowed: Sequence[str], effect: str) -> None:
+    if value in allowed:
+        return
+    close = [a for a in allowed if a.lower() == value.lower()] or difflib.get_close_matches(
+        value, allowed, n=1
+    )
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    warn(f"{subject}: {path}: {value!r} is not one of {', '.join(allowed)}{hint}: {effect}")
+
+
+def _warn_enums(placement: Placement, where: str, warn: Warn) -> None:
+    """A typo in a field OCM's API takes as any string (`mode: Addtive`) is admitted, as the API
+    server admits it, and the scheduler then reports the placement Misconfigured (or, for a
+    toleration's operator, tolerates nothing): worth a warning before sending, as for CEL."""
+    for path, value, allowed, effect in _enum_fields(placement):
+        _warn_value(warn, f"{where}: Placement {placement.key!r}", path, value, allowed, effect)
 
 
 def _warn_cel(placement: Placement, where: str, warn: Warn) -> None:
@@ -166,8 +246,13 @@ def read_text(path: str) -> str:
         return sys.stdin.read()
     try:
         return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PublishInputError(f"{path}: cannot read: {exc}") from None
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise PublishInputError(
+            f"{path}: cannot read: not UTF-8 at byte {exc.start} (0x{byte:02x}): not a YAML or JSON text"
+        ) from None
+    except OSError as exc:
+        raise PublishInputError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 def expand_paths(paths: Iterable[str]) -> list[str]:
@@ -236,19 +321,38 @@ def documents(
                 index += 1
 
 
+def read_documents(
+    paths: Sequence[str],
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[Document], list[str]]:
+    """The documents of every file that reads and parses, and a problem for each that does not:
+    one bad file does not hide the next. `progress` is told the count of each file's documents."""
+    docs: list[Document] = []
+    problems: list[str] = []
+    for path in expand_paths(paths):
+        try:
+            read = list(documents(read_text(path), "<stdin>" if path == "-" else path, validation, warn))
+        except PublishInputError as exc:
+            problems.append(str(exc))
+            read = []
+        docs.extend(read)
+        if progress is not None:
+            progress(len(read))
+    return docs, problems
+
+
 def load_documents(
     paths: Sequence[str],
     validation: Validation = Validation.STRICT,
     warn: Warn | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Document]:
-    """The documents of every file; `progress` is told the count of each file's documents."""
-    docs: list[Document] = []
-    for path in expand_paths(paths):
-        read = list(documents(read_text(path), "<stdin>" if path == "-" else path, validation, warn))
-        docs.extend(read)
-        if progress is not None:
-            progress(len(read))
+    """The documents of every file; PublishInputError naming every file that cannot be read."""
+    docs, problems = read_documents(paths, validation, warn, progress)
+    if problems:
+        raise PublishInputError("\n".join(problems))
     return docs
 
 
@@ -381,6 +485,27 @@ def plan_records(
     if problems:
         raise PublishInputError("\n".join(problems))
     return records
+
+
+def plan_files(
+    paths: Sequence[str],
+    kind: InputKind = InputKind.AUTO,
+    *,
+    validate: bool = True,
+    validation: Validation = Validation.STRICT,
+    warn: Warn | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[PlannedRecord]:
+    """Read every file and plan every document that reads; if anything is bad, PublishInputError
+    names every file that cannot be read and every bad document of the others (one per line)."""
+    docs, problems = read_documents(paths, validation, warn, progress)
+    try:
+        planned = plan_records(docs, kind, validate=validate, validation=validation, warn=warn)
+    except PublishInputError as exc:
+        problems.append(str(exc))
+    if problems:
+        raise PublishInputError("\n".join(problems))
+    return planned
 
 
 def to_outgoing(

@@ -110,6 +110,7 @@ class Requirement:
 
 
 _OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+OPERATORS = tuple(_OPERATORS)  # a matchExpressions operator (any other is a SelectorError)
 
 
 def _requirement(key: str, op: str, values: Sequence[str] | None) -> Requirement:

@@ -15,6 +15,9 @@ from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
 from fleetplace.shared.placement.plugins import registry
 from fleetplace.shared.placement.reads import NOTHING, Reads
 
+# the prioritizer policy modes; OCM's API leaves `mode` a free string (its default is Additive)
+MODES = ("Additive", "Exact")
+
 
 @dataclass(slots=True)
 class Weighted:
@@ -38,7 +41,7 @@ def resolve(policy: PrioritizerPolicy, options: EngineOptions = DEFAULT_OPTIONS)
         table[("BuiltIn", "Steady")] = ("BuiltIn", "Steady", None, 1)
         if options.prefer_no_select == "penalize":
             table[("BuiltIn", "TaintToleration")] = ("BuiltIn", "TaintToleration", None, 1)
-    elif policy.mode != "Exact":
+    elif policy.mode not in MODES:
         raise WeightError(f"incorrect prioritizer policy mode: {policy.mode}")
     for i, config in enumerate(policy.configurations):
         coord = config.score_coordinate

@@ -273,3 +273,27 @@ def test_unparseable_file_is_named() -> None:
         PublishInputError, match=r"bad\.jsonl: not valid JSON, JSON Lines or YAML: as JSON Lines: line 2"
     ):
         list(documents('{"applicationID": "a"}\n{"applicationID": \n', "bad.jsonl"))
+
+
+def test_publish_reads_every_file_and_names_every_bad_one(tmp_path: Path) -> None:
+    """A truncated file, a binary one and a typo in a third: all three named, nothing planned."""
+    good = tmp_path / "good.yaml"
+    good.write_text(FLEET_YAML)
+    trunc = tmp_path / "trunc.yaml"
+    trunc.write_text(FLEET_YAML[:80] + "\n  labels: {a: [")
+    binary = tmp_path / "logo.yaml"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    typo = tmp_path / "typo-placement.yaml"
+    typo.write_text(
+        "apiVersion: cluster.open-cluster-management.io/v1beta1\nkind: Placement\n"
+        "metadata: {namespace: ns1, name: p}\nspec: {numberOfClusterz: 1}\n"
+    )
+    args = ["publish", "--dry-run", str(good), str(trunc), str(binary), str(typo), "--prefix", "p."]
+    result = CliRunner().invoke(_cli(), args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    errors = result.stderr
+    assert f"{trunc}: not valid" in errors
+    assert f"{binary}: cannot read: not UTF-8 at byte 0 (0x89)" in errors
+    assert f"{typo}#0" in errors and "numberOfClusterz" in errors
+    assert str(good) not in errors

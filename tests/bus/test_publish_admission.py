@@ -175,3 +175,74 @@ def test_every_bad_document_is_named_not_only_the_first() -> None:
 
 def test_every_route_goes_to_a_catalogue_topic() -> None:
     assert {route.topic for route in ROUTES.values()} <= {spec.name for spec in CATALOGUE}
+
+
+ENUM_TYPOS = PLACEMENT % (
+    "typos",
+    """  prioritizerPolicy:
+    mode: Addtive
+    configurations:
+      - {scoreCoordinate: {type: BuiltIn, builtIn: Balence}, weight: 2}
+      - {scoreCoordinate: {type: BuiltIn, builtIn: Nonesuch}, weight: 0}
+  tolerations: [{key: gpu, operator: Exist}, {key: ssd}]
+  predicates:
+    - requiredClusterSelector:
+        labelSelector:
+          matchExpressions: [{key: tier, operator: in, values: [gold]}]
+        claimSelector:
+          matchExpressions: [{key: region, operator: Exists}]""",
+)
+
+
+def test_a_typo_in_a_string_enum_is_sent_with_a_warning_naming_field_and_value(tmp_path: Path) -> None:
+    """OCM's API takes these fields as any string, so the placement is admitted and sent (exit 0),
+    as with CEL that does not compile; publish warns about each value the scheduler cannot read."""
+    (tmp_path / "typos.yaml").write_text(ENUM_TYPOS)
+    result = CliRunner().invoke(
+        _cli(), ["publish", str(tmp_path / "typos.yaml"), "--dry-run", "--prefix", "p."]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "p.placements\tns1/typos\tupsert\n"
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    subject = f"warning: {tmp_path / 'typos.yaml'}#0: Placement 'ns1/typos': "
+    assert all(w.startswith(subject) for w in warnings), warnings
+    found = {w[len(subject) :].partition(":")[0]: w for w in warnings}
+    assert sorted(found) == [
+        "spec.predicates[0].requiredClusterSelector.labelSelector.matchExpressions[0].operator",
+        "spec.prioritizerPolicy.configurations[0].scoreCoordinate.builtIn",
+        "spec.prioritizerPolicy.mode",
+        "spec.tolerations[0].operator",
+    ]
+    assert (
+        "'Addtive' is not one of Additive, Exact (did you mean 'Additive'?)"
+        in found["spec.prioritizerPolicy.mode"]
+    )
+    assert "Misconfigured" in found["spec.prioritizerPolicy.mode"]
+    assert (
+        "(did you mean 'In'?)"
+        in found["spec.predicates[0].requiredClusterSelector.labelSelector.matchExpressions[0].operator"]
+    )
+    assert "tolerates nothing" in found["spec.tolerations[0].operator"]
+
+
+def test_a_set_selector_operator_typo_is_warned() -> None:
+    body = {
+        "apiVersion": f"{G}/v1beta2",
+        "kind": "ManagedClusterSet",
+        "metadata": {"name": "gold"},
+        "spec": {
+            "clusterSelector": {
+                "selectorType": "LabelSelector",
+                "labelSelector": {
+                    "matchExpressions": [{"key": "tier", "operator": "NotInn", "values": ["x"]}]
+                },
+            }
+        },
+    }
+    warned: list[str] = []
+    plan_records([Document("set.yaml#0", body)], warn=warned.append)
+    (message,) = warned
+    assert message.startswith(
+        "set.yaml#0: ManagedClusterSet 'gold': spec.clusterSelector.labelSelector.matchExpressions[0].operator: "
+        "'NotInn' is not one of In, NotIn, Exists, DoesNotExist (did you mean 'NotIn'?)"
+    )

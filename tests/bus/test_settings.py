@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import orjson
 import pytest
 import structlog
 from pydantic import ValidationError
@@ -233,3 +234,19 @@ def test_the_instance_s_own_steps_stay_well_inside_the_stall_bound() -> None:
     assert step_seconds(1000) == pytest.approx(stall_seconds(1000) / 4) and step_seconds(1000) > 0.04
     for session in range(1000, 60_001, 250):
         assert 0 < step_seconds(session) <= min(STEP_S, stall_seconds(session) / 4)
+
+
+@pytest.mark.parametrize("url", ["x", "prometheus:9090", "ftp://prometheus", "http://", ""])
+def test_a_prometheus_endpoint_that_is_no_http_url_is_refused_when_settings_load(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    from fleetplace.shared.settings import describe
+
+    monkeypatch.setenv("FLEETPLACE_PROMETHEUS_ENDPOINTS", orjson.dumps({"main": url}).decode())
+    with pytest.raises(ValidationError) as raised:
+        Settings()
+    assert describe(raised.value).startswith(
+        "FLEETPLACE_PROMETHEUS_ENDPOINTS: endpoint 'main' is not an http:// or https:// URL"
+    )
+    monkeypatch.setenv("FLEETPLACE_PROMETHEUS_ENDPOINTS", '{"main": "https://prometheus.example:9090/prom"}')
+    assert Settings().prometheus_endpoints == {"main": "https://prometheus.example:9090/prom"}

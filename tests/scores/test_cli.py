@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -105,3 +107,32 @@ async def test_status_shows_each_source_last_success_last_error_and_clusters(
 
         code, _, err = await _run("scores", "status", "scores/nope", *common)
         assert code == 1 and "no score source 'scores/nope'" in err
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "needle"),
+    [
+        ("FLEETPLACE_PROMETHEUS_ENDPOINTS", "{main: x}", "FLEETPLACE_PROMETHEUS_ENDPOINTS: "),
+        (
+            "FLEETPLACE_PROMETHEUS_ENDPOINTS",
+            '{"main": "http://prometheus:9090", "backup": "x"}',
+            "FLEETPLACE_PROMETHEUS_ENDPOINTS: endpoint 'backup' is not an http:// or https:// URL",
+        ),
+        ("FLEETPLACE_HTTP_PORT", "abc", "FLEETPLACE_HTTP_PORT: "),
+    ],
+)
+def test_preview_names_an_invalid_setting_as_every_command_does(
+    tmp_path: Path, variable: str, value: str, needle: str
+) -> None:
+    path = _write(tmp_path, source_doc(url="http://127.0.0.1:1"))
+    done = subprocess.run(
+        [FLEETPLACE, "scores", "preview", path],
+        env={**os.environ, variable: value},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("error: invalid settings in the environment: "), done.stderr
+    assert needle in done.stderr and "Traceback" not in done.stderr

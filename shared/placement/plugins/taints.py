@@ -38,6 +38,10 @@ def validate_tolerations(tolerations: Sequence[Toleration]) -> str | None:
     return None
 
 
+# a toleration's operators ("" defaults to Equal); OCM's API leaves `operator` a free string
+TOLERATION_OPERATORS = ("Equal", "Exists")
+
+
 def _matches(t: Toleration, taint: Taint) -> bool:
     if t.effect and t.effect != taint.effect:
         return False
