@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from fleetplace.shared.bus.broker import free_port
+from fleetplace.shared.yaml_text import yaml_document
 
 # The versions tests/hub/controlplane/go.mod pins; `make hub-binaries` builds them into this folder.
 KUBERNETES_VERSION = "v1.34.4"
@@ -246,7 +247,7 @@ def kubeconfig_text(server: str, creds: Credentials, *, token: str | None = None
         "contexts": [{"name": user, "context": {"cluster": "hub", "user": user}}],
         "current-context": user,
     }
-    return yaml.safe_dump(config, sort_keys=False)
+    return yaml_document(config)
 
 
 @dataclass(frozen=True)
