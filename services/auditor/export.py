@@ -88,7 +88,7 @@ async def current_decisions(
 
 
 def kubernetes_objects(current: Mapping[str, PlacementDecisions]) -> list[dict[str, Any]]:
-    """Every page as a Kubernetes object (camelCase, status.decisions with string values)."""
+    """Every page as a Kubernetes object, as the OCM CRD defines it (camelCase; an integer score)."""
     return [
         page.model_dump(mode="json", by_alias=True, exclude_none=True)
         for key in sorted(current)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +33,7 @@ from fleetplace.services.commands.output import Output, parse_output, table_cons
 from fleetplace.services.commands.worker import Bootstrap, Prefix, _settings
 from fleetplace.shared.api.objects import ObjectError, documents_of, parse_object
 from fleetplace.shared.api.ocm import PLACEMENT_LABEL, Placement
+from fleetplace.shared.api.sigmc import PLACEMENT_ANNOTATION
 from fleetplace.shared.bus.codec import DecodeLimits
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.topics import Topics
@@ -222,6 +223,14 @@ def _print_rollouts(console: Console, report: RolloutAuditReport) -> None:
         console.print(f"[yellow]![/yellow] {w}")
 
 
+def _placement_of(slice_: Mapping[str, Any]) -> str | None:
+    """The placement a SIG-MC slice belongs to: its whole name in the `fleetplace.dev/placement`
+    annotation when the label had to be shortened (docs/names.md), else the placement label."""
+    meta = slice_.get("metadata") or {}
+    whole = (meta.get("annotations") or {}).get(PLACEMENT_ANNOTATION)
+    return str(whole) if whole else (meta.get("labels") or {}).get(PLACEMENT_LABEL)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("audit")
     def audit_command(
@@ -382,10 +391,7 @@ def register(app: typer.Typer) -> None:
             if key is not None:
                 ns, _, name = key.partition("/")
                 items = [
-                    s
-                    for s in items
-                    if s["metadata"].get("namespace") == ns
-                    and (s["metadata"].get("labels") or {}).get(PLACEMENT_LABEL) == name
+                    s for s in items if s["metadata"].get("namespace") == ns and _placement_of(s) == name
                 ]
                 if not items:
                     raise _fail(

@@ -956,7 +956,7 @@ class SchedulerProcessor:
     def placement_decisions(
         self, key: str, reasons: Mapping[str, str] | None = None
     ) -> dict[str, Any] | None:
-        """The current decision as OCM PlacementDecision objects (string-valued entries), each
+        """The current decision as OCM PlacementDecision objects (as the OCM CRD defines them), each
         entry's `reason` filled from `reasons` when the option to show them is on."""
         if not self.options.ocm_reasons:
             reasons = None
