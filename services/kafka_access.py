@@ -180,6 +180,11 @@ def topics_json() -> dict[str, Any]:
     }
 
 
+# `fleetplace topics create` lists the topics (Metadata: Describe) and creates the missing ones
+# (CreateTopics with their configs: Create); it reads no config back.
+TOPICS_JOB_OPERATIONS = ("Create", "Describe")
+
+
 def access_json() -> dict[str, Any]:
     """The file the chart reads: the topic catalogue and each worker's access."""
     return {
@@ -188,6 +193,7 @@ def access_json() -> dict[str, Any]:
         "defaultWorkPartitions": DEFAULT_WORK_PARTITIONS,
         "topics": topics_json(),
         "workers": {w.name: w.as_json() for w in workers()},
+        "topicsJob": {"operations": list(TOPICS_JOB_OPERATIONS)},
     }
 
 

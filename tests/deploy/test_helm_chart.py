@@ -303,3 +303,19 @@ def test_any_prefix_and_partition_count_keeps_acls_and_topics_exact(prefix: str,
         name = topic["spec"]["topicName"][len(prefix) :]
         spec = kafka_access.topics_json()[name]
         assert topic["spec"]["partitions"] == (partitions if spec["partitioned"] else spec["partitions"])
+
+
+def test_the_topics_jobs_kafka_user_may_only_list_and_create_the_catalogue(
+    rendered: dict[str, list[dict[str, Any]]],
+) -> None:
+    (user,) = (
+        u
+        for u in of_kind(rendered["strimzi-scram-values.yaml"], "KafkaUser")
+        if chart.component(u) == "topics"
+    )
+    assert user["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    needed = {("topic", name): frozenset({"Create", "Describe"}) for name in kafka_access.topics_json()}
+    assert chart.acl_differences(needed, chart.granted(user, "fleetplace.")) == []
+    (job,) = of_kind(rendered["strimzi-scram-values.yaml"], "Job")
+    env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["KAFKA_SASL_USERNAME"]["value"] == user["metadata"]["name"]

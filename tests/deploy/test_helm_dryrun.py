@@ -49,6 +49,13 @@ def api_server() -> Iterator[Any]:
             "/api/v1/namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": PSA}},
         )
+        # what kube-controller-manager (not run here) gives every namespace; the topics Job's pod
+        # runs as it, since the chart's own ServiceAccount does not exist yet before install
+        hub.request(
+            "POST",
+            f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+        )
         yield hub
 
 
