@@ -45,6 +45,13 @@ class WorkerAccess:
     group: str | None
     group_setting: str | None
     conditional_writes: tuple[ConditionalWrite, ...] = field(default=())
+    # Publishes through transactions where the broker grants them (KAFKA_TRANSACTIONS): its
+    # transactional ids are `<group>.<topic>.<partition>` and the start-up probe's `<group>.probe`.
+    transactional: bool = False
+
+    @property
+    def transactional_id_prefix(self) -> str | None:
+        return f"{self.group}." if self.transactional and self.group else None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +61,7 @@ class WorkerAccess:
             "conditionalWrites": [{"topic": w.topic, "setting": w.setting} for w in self.conditional_writes],
             "group": self.group,
             "groupSetting": self.group_setting,
+            "transactionalIdPrefix": self.transactional_id_prefix,
         }
 
 
@@ -101,6 +109,8 @@ def _worker(
     writes: tuple[str, ...],
     group_setting: str,
     conditional_writes: tuple[ConditionalWrite, ...] = (),
+    *,
+    transactional: bool,
 ) -> WorkerAccess:
     reads, group = _topology_of(build)
     return WorkerAccess(
@@ -111,6 +121,7 @@ def _worker(
         group=group,
         group_setting=group_setting,
         conditional_writes=conditional_writes,
+        transactional=transactional,
     )
 
 
@@ -137,24 +148,28 @@ def workers() -> tuple[WorkerAccess, ...]:
             (catalogue.DECISIONS, catalogue.PLACEMENT_DECISIONS, catalogue.DEADLETTER),
             "FLEETPLACE_SCHEDULER_GROUP_ID",
             (ConditionalWrite(catalogue.SIGMC_PLACEMENT_DECISIONS, "FLEETPLACE_SIGMC_DECISIONS"),),
+            transactional=True,
         ),
         _worker(
             "queues",
             _queues,
             (catalogue.APP_PLACEMENTS, catalogue.DEADLETTER),
             "FLEETPLACE_QUEUE_PLACER_GROUP_ID",
+            transactional=True,
         ),
         _worker(
             "rollout",
             _rollout,
             (catalogue.ROLLOUT_DECISIONS, catalogue.ROLLOUT_STATE, catalogue.DEADLETTER),
             "FLEETPLACE_ROLLOUT_GROUP_ID",
+            transactional=True,
         ),
         _worker(
             "scores",
             _scores,
             (catalogue.SCORES, catalogue.SCORE_SOURCE_STATUS, catalogue.DEADLETTER),
             "FLEETPLACE_SCORE_GROUP_ID",
+            transactional=False,
         ),
         WorkerAccess(
             name="hub",
@@ -207,7 +222,8 @@ def main(out: Callable[[str], Any] = sys.stdout.write) -> None:
 
 def operations(access: WorkerAccess, settings: Mapping[str, str]) -> dict[tuple[str, str], frozenset[str]]:
     """The Kafka ACL operations a worker needs, by (resource type, unprefixed name): Read and
-    Describe on what it reads, Write and Describe on what it writes, Read on its group."""
+    Describe on what it reads, Write and Describe on what it writes, Read on its group, and Write
+    and Describe on its transactional ids (`<prefix>*`) unless KAFKA_TRANSACTIONS is false."""
     needed: dict[tuple[str, str], set[str]] = {}
     for topic in access.reads:
         needed.setdefault(("topic", topic), set()).update(("Read", "Describe"))
@@ -218,6 +234,9 @@ def operations(access: WorkerAccess, settings: Mapping[str, str]) -> dict[tuple[
         needed.setdefault(("topic", topic), set()).update(("Write", "Describe"))
     if access.group is not None:
         needed[("group", access.group)] = {"Read"}
+    prefix = access.transactional_id_prefix
+    if prefix is not None and settings.get("KAFKA_TRANSACTIONS", "auto").lower() != "false":
+        needed[("transactionalId", f"{prefix}*")] = {"Write", "Describe"}
     return {k: frozenset(v) for k, v in needed.items()}
 
 

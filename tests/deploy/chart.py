@@ -140,9 +140,13 @@ def granted(user: Mapping[str, Any], prefix: str) -> dict[tuple[str, str], froze
     out: dict[tuple[str, str], set[str]] = {}
     for acl in user["spec"]["authorization"]["acls"]:
         resource = acl["resource"]
-        assert resource.get("patternType", "literal") == "literal", acl
         assert acl.get("type", "allow") == "allow", acl
         name = resource["name"]
+        pattern = resource.get("patternType", "literal")
+        # only transactional ids are granted by prefix (`<group>.*`): one per input partition
+        assert pattern == ("prefix" if resource["type"] == "transactionalId" else "literal"), acl
+        if pattern == "prefix":
+            name += "*"
         if resource["type"] == "topic":
             assert name.startswith(prefix), name
             name = name[len(prefix) :]

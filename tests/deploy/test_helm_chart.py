@@ -121,6 +121,7 @@ def test_each_workers_kafka_user_grants_exactly_what_it_uses(
     values: str, rendered: dict[str, list[dict[str, Any]]]
 ) -> None:
     config = {k: str(v) for k, v in (chart.values_of(values).get("config") or {}).items()}
+    config["KAFKA_TRANSACTIONS"] = chart.values_of(values)["kafka"].get("transactions", "auto")
     users = {chart.component(u): u for u in of_kind(rendered[values], "KafkaUser")}
     deployed = {chart.component(d) for d in of_kind(rendered[values], "Deployment")}
     assert deployed <= set(users)
@@ -319,3 +320,28 @@ def test_the_topics_jobs_kafka_user_may_only_list_and_create_the_catalogue(
     (job,) = of_kind(rendered["strimzi-scram-values.yaml"], "Job")
     env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["KAFKA_SASL_USERNAME"]["value"] == user["metadata"]["name"]
+
+
+def test_transactional_ids_are_granted_by_group_prefix_unless_transactions_are_off() -> None:
+    def transactional(sets: list[str]) -> dict[str, frozenset[str]]:
+        users = of_kind(render(["strimzi-tls-values.yaml"], sets), "KafkaUser")
+        return {
+            chart.component(u): ops
+            for u in users
+            for (kind, _), ops in chart.granted(u, "fleetplace.").items()
+            if kind == "transactionalId"
+        }
+
+    on = {
+        chart.component(u): name
+        for u in of_kind(render(["strimzi-tls-values.yaml"]), "KafkaUser")
+        for (kind, name) in chart.granted(u, "fleetplace.")
+        if kind == "transactionalId"
+    }
+    assert on == {
+        "scheduler": "fleetplace-scheduler.*",
+        "queues": "fleetplace-queue-placer.*",
+        "rollout": "fleetplace-rollout.*",
+    }
+    assert set(transactional([])) == set(on)
+    assert transactional(["kafka.transactions=false"]) == {}

@@ -20,13 +20,9 @@ from typing import Any
 
 import pytest
 
+from fleetplace.shared import control_plane as cp
 from tests.deploy import chart, crds
 from tests.deploy.chart import MATRIX, NAMESPACE, of_kind, render
-
-cp = pytest.importorskip(
-    "fleetplace.shared.control_plane",
-    reason="the control plane (shared/control_plane.py) is not in this tree",
-)
 
 REQUIRE_ENV = "FLEETPLACE_REQUIRE_HUB"
 # No CRD from a published package: checked by test_operator_resources.py.
