@@ -125,18 +125,26 @@ def _worker(
     )
 
 
-# The hub bridge (`fleetplace hub`, docs/deployment.md#the-hub-bridge) publishes the hub's objects
-# to the fleet topics, reading them back to reconcile on start, and reads the decisions it writes
-# to the hub. It joins no consumer group.
-HUB_PUBLISHES = (
-    catalogue.CLUSTERS,
-    catalogue.CLUSTER_PROFILES,
-    catalogue.CLUSTERSETS,
-    catalogue.CLUSTERSETBINDINGS,
-    catalogue.PLACEMENTS,
-    catalogue.SCORES,
-)
-HUB_READS = (*HUB_PUBLISHES, catalogue.DECISIONS, catalogue.PLACEMENT_DECISIONS)
+def _hub(settings: Settings) -> Any:
+    from fleetplace.services.hub.worker import HubBridge
+
+    return HubBridge(settings)
+
+
+def _hub_access() -> WorkerAccess:
+    """The hub bridge (`fleetplace hub run`) reads its kinds' topics whole (they are the store of
+    what it published) and writes them; it joins no consumer group."""
+    from fleetplace.services.hub.kinds import HUB_KINDS
+
+    reads, _ = _topology_of(_hub)
+    return WorkerAccess(
+        name="hub",
+        command=("hub", "run"),
+        reads=reads,
+        writes=tuple(sorted(k.topic for k in HUB_KINDS)),
+        group=None,
+        group_setting=None,
+    )
 
 
 def workers() -> tuple[WorkerAccess, ...]:
@@ -171,14 +179,7 @@ def workers() -> tuple[WorkerAccess, ...]:
             "FLEETPLACE_SCORE_GROUP_ID",
             transactional=False,
         ),
-        WorkerAccess(
-            name="hub",
-            command=("hub",),
-            reads=tuple(sorted(HUB_READS)),
-            writes=tuple(sorted(HUB_PUBLISHES)),
-            group=None,
-            group_setting=None,
-        ),
+        _hub_access(),
     )
 
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetplace.services import kafka_access
+from fleetplace.services.hub.kinds import HUB_KINDS
 from tests.deploy import chart
 from tests.deploy.chart import MATRIX, RenderError, of_kind, render
 
@@ -234,17 +235,9 @@ def test_consumer_group_workers_have_a_pdb_and_spread(rendered: dict[str, list[d
         assert spec["topologySpreadConstraints"] and spec["affinity"]["podAntiAffinity"]
 
 
-HUB_READS = {
-    ("cluster.open-cluster-management.io", r)
-    for r in (
-        "managedclusters",
-        "managedclustersets",
-        "managedclustersetbindings",
-        "placements",
-        "addonplacementscores",
-    )
-} | {("multicluster.x-k8s.io", "clusterprofiles")}
-WRITE = {"create", "update", "patch", "delete"}
+# What the bridge lists and watches: the kinds it publishes, from its code.
+HUB_READS = {(k.group, k.plural) for k in HUB_KINDS}
+WRITE = {"create", "update", "delete"}
 
 
 def _rules(objects: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
@@ -271,13 +264,39 @@ def test_the_hub_bridge_may_write_only_its_modes_decisions(
     else:
         assert rules == {
             ocm: {"get", "list", "watch"} | WRITE,
-            ("cluster.open-cluster-management.io", "placementdecisions/status"): {"update", "patch"},
-            ("cluster.open-cluster-management.io", "placements/status"): {"update", "patch"},
+            ("cluster.open-cluster-management.io", "placementdecisions/status"): {"update"},
+            ("cluster.open-cluster-management.io", "placements/status"): {"update"},
+            ("cluster.open-cluster-management.io", "placements/finalizers"): {"update"},
         }
     (binding,) = of_kind(rendered[f"hub-{mode}-values.yaml"], "ClusterRoleBinding")
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "fp-fleetplace-hub", "namespace": "fleet"}
     ]
+    (role,) = of_kind(rendered[f"hub-{mode}-values.yaml"], "Role")
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
+
+
+@pytest.mark.parametrize("mode", ["shadow", "replace"])
+def test_the_hub_bridges_roles_are_the_ones_its_start_up_check_asks_for(
+    mode: str, rendered: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Where the bridge's own table of permissions exists (services/hub/rbac.py), the chart grants
+    exactly it: the bridge refuses to start without one of them."""
+    rbac = pytest.importorskip(
+        "fleetplace.services.hub.rbac", reason="the bridge's permission table is not in this tree"
+    )
+    objects = rendered[f"hub-{mode}-values.yaml"]
+    granted = _rules(objects)
+    for rule in of_kind(objects, "Role")[0]["rules"]:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                granted.setdefault((group, resource), set()).update(rule["verbs"])
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for permission in rbac.permissions(rbac.Mode(mode)):
+        wanted.setdefault((permission.group, permission.resource), set()).add(permission.verb)
+    assert granted == wanted
 
 
 def test_only_the_hub_bridge_gets_a_kubernetes_token(rendered: dict[str, list[dict[str, Any]]]) -> None:

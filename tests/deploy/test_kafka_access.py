@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fleetplace.services import kafka_access
+from fleetplace.services.hub.kinds import HUB_KINDS
 from fleetplace.shared.bus.topics import CATALOGUE, DEFAULT_WORK_PARTITIONS
 from tests.deploy.chart import CHART, ROOT
 
@@ -95,3 +96,9 @@ def test_the_scheduler_may_write_sigmc_slices_only_when_asked(
     # reads always come with Describe, and the group only with Read
     assert all("Describe" in ops[("topic", t)] for t in scheduler.reads)
     assert ops[("group", "fleetplace-scheduler")] == frozenset({"Read"})
+
+
+def test_the_hub_bridge_writes_and_reads_back_the_topics_of_the_kinds_it_publishes() -> None:
+    hub = next(w for w in kafka_access.workers() if w.name == "hub")
+    assert set(hub.writes) == {k.topic for k in HUB_KINDS} == set(hub.reads)
+    assert hub.group is None and hub.command == ("hub", "run")
