@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleetplace.services import kafka_access
@@ -81,21 +81,31 @@ def test_the_scheduler_reads_its_broadcast_tables_and_owns_placements_in_its_gro
     assert "clock" not in scheduler.reads
 
 
+SCHEDULER = next(w for w in kafka_access.workers() if w.name == "scheduler")
+
+
+@settings(deadline=None)
 @given(
     sigmc=st.sampled_from(["true", "True", "false", "", None]),
-    other=st.dictionaries(st.sampled_from(["FLEETPLACE_LOG_LEVEL", "FLEETPLACE_CLOCK"]), st.text(max_size=5)),
+    other=st.dictionaries(
+        st.sampled_from(["FLEETPLACE_LOG_LEVEL", "FLEETPLACE_CLOCK", "KAFKA_TRANSACTIONS"]),
+        st.sampled_from(["auto", "true", "false", "FALSE", "debug", ""]),
+    ),
 )
 def test_the_scheduler_may_write_sigmc_slices_only_when_asked(
     sigmc: str | None, other: dict[str, str]
 ) -> None:
-    scheduler = next(w for w in kafka_access.workers() if w.name == "scheduler")
-    settings = dict(other) | ({"FLEETPLACE_SIGMC_DECISIONS": sigmc} if sigmc is not None else {})
-    ops = kafka_access.operations(scheduler, settings)
+    scheduler = SCHEDULER
+    given_settings = dict(other) | ({"FLEETPLACE_SIGMC_DECISIONS": sigmc} if sigmc is not None else {})
+    ops = kafka_access.operations(scheduler, given_settings)
     writes_sigmc = "Write" in ops.get(("topic", "sigmc-placement-decisions"), frozenset())
     assert writes_sigmc == (sigmc is not None and sigmc.lower() == "true")
     # reads always come with Describe, and the group only with Read
     assert all("Describe" in ops[("topic", t)] for t in scheduler.reads)
     assert ops[("group", "fleetplace-scheduler")] == frozenset({"Read"})
+    # its transactional ids unless transactions are off
+    transactions_off = given_settings.get("KAFKA_TRANSACTIONS", "auto").lower() == "false"
+    assert (("transactionalId", "fleetplace-scheduler.*") in ops) is not transactions_off
 
 
 def test_the_hub_bridge_writes_and_reads_back_the_topics_of_the_kinds_it_publishes() -> None:
