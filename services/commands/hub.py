@@ -48,10 +48,15 @@ def hub_run(
 ) -> None:
     """Watch ManagedClusters, sets, bindings, Placements, AddOnPlacementScores and ClusterProfiles
     on the hub and publish each to its topic (a deletion as a tombstone)."""
+    from fleetplace.services.hub.api import HubError
     from fleetplace.services.hub.worker import run_hub_bridge
 
     settings = _settings(
         bootstrap, prefix, http_port=http_port, hub_kubeconfig=kubeconfig, hub_lease_namespace=lease_namespace
     )
     configure_from_settings(settings)
-    _run(run_hub_bridge(settings, instance))
+    try:
+        _run(run_hub_bridge(settings, instance))
+    except HubError as error:
+        typer.echo(f"error: the hub: {error}", err=True)
+        raise typer.Exit(2) from None

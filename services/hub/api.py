@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -85,13 +86,16 @@ class HubApi:
         ServiceAccount (in-cluster)."""
         configuration = k8s_client.Configuration()
         path = kubeconfig or os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+        if kubeconfig and not Path(kubeconfig).is_file():
+            raise HubError(f"kubeconfig {kubeconfig}: no such file")
         try:
             if kubeconfig or Path(path).is_file():
                 await k8s_config.load_kube_config(config_file=path, client_configuration=configuration)
             else:
                 k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except k8s_config.ConfigException as error:
-            raise HubError(f"no credentials for the hub: {error}") from error
+        except (k8s_config.ConfigException, OSError, ValueError, yaml.YAMLError) as error:
+            where = f"kubeconfig {path}" if kubeconfig or Path(path).is_file() else "in-cluster credentials"
+            raise HubError(f"no credentials for the hub in {where}: {error}") from error
         return cls(k8s_client.ApiClient(configuration), qps=qps, burst=burst)
 
     async def __aenter__(self) -> HubApi:

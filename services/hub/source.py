@@ -79,6 +79,7 @@ class Reflector:
         self.resource_version: str | None = None
         self.synced = asyncio.Event()  # set once the first list has been handed on
         self.lists = 0
+        self.watches = 0
         self.relists_gone = 0
 
     async def list(self) -> None:
@@ -111,6 +112,7 @@ class Reflector:
         # client-go spreads watch timeouts between the timeout and twice it, so that watches of many
         # clients do not all end together
         timeout = random.randint(self.watch_timeout_s, 2 * self.watch_timeout_s)
+        self.watches += 1
         async for event in self.api.watch(self.kind.list_path(), self.resource_version, timeout_s=timeout):
             kind, obj = event.get("type"), event.get("object") or {}
             version = resource_version(obj)

@@ -26,6 +26,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
+from fleetplace.services.hub.access import reading, require
 from fleetplace.services.hub.api import HubApi, HubError, in_cluster_namespace
 from fleetplace.services.hub.kinds import HUB_KINDS, HubKind
 from fleetplace.services.hub.lease import Lease
@@ -70,8 +71,9 @@ class _Metrics:
 class HubBridge:
     """One bridge instance. `await bridge.run()` until `bridge.stop()` or a signal."""
 
-    def __init__(self, settings: Settings, *, instance: str = "hub") -> None:
+    def __init__(self, settings: Settings, *, instance: str = "hub", api: HubApi | None = None) -> None:
         self.settings = settings
+        self._api = api  # connected already (the CLI checks the hub answers before it starts)
         self.topics = Topics(settings.topic_prefix)
         self.instance = instance
         self.source = f"fleetplace/{instance}"
@@ -172,16 +174,14 @@ class HubBridge:
         """Take the Lease, reflect the hub while it is held, stand by again when it is lost."""
         settings = self.settings
         try:
-            api = await HubApi.connect(
-                settings.hub_kubeconfig or None, qps=settings.hub_qps, burst=settings.hub_burst
-            )
+            api = self._api or await connect(settings)
         except HubError as error:
             log.error("cannot reach the hub", error=str(error))
             self.stop()
             return
         lease = Lease(
             api,
-            namespace=settings.hub_lease_namespace or in_cluster_namespace() or "default",
+            namespace=lease_namespace(settings),
             name=settings.hub_lease_name,
             identity=self.identity,
             duration_s=settings.hub_lease_duration_s,
@@ -230,8 +230,32 @@ class HubBridge:
                 task.cancel()
             await asyncio.gather(holding, *tasks, return_exceptions=True)
             self.reflectors = []
+            # not published once the Lease is gone: the next holder lists anew, and a stale object
+            # sent after its newer version would overwrite it
+            self._changes.clear()
+
+
+async def connect(settings: Settings) -> HubApi:
+    """A connection to the hub that has answered (`/version`) and grants the bridge what it needs:
+    credentials that do not load, a server that does not answer or refuses them, a permission
+    missing, are a HubError before anything starts."""
+    api = await HubApi.connect(
+        settings.hub_kubeconfig or None, qps=settings.hub_qps, burst=settings.hub_burst
+    )
+    try:
+        await api.request("GET", "/version")
+        await require(api, reading(lease_namespace(settings)))
+    except HubError:
+        await api.close()
+        raise
+    return api
+
+
+def lease_namespace(settings: Settings) -> str:
+    return settings.hub_lease_namespace or in_cluster_namespace() or "default"
 
 
 async def run_hub_bridge(settings: Settings, instance: str = "hub") -> None:
-    """One bridge until SIGTERM or SIGINT."""
-    await run_until_signalled(HubBridge(settings, instance=instance).runtime)
+    """One bridge until SIGTERM or SIGINT; HubError when the hub cannot be reached at start."""
+    api = await connect(settings)
+    await run_until_signalled(HubBridge(settings, instance=instance, api=api).runtime)

@@ -167,6 +167,26 @@ async def test_every_kind_created_updated_and_deleted_reaches_its_topic(
             await eventually(tombstoned, f"{kind.kind} deleted")
 
 
+async def test_an_ended_watch_resumes_from_its_version_without_listing_again(
+    hub: ControlPlane, broker: str, topics: Topics
+) -> None:
+    ns = namespace(hub)
+    kind = KIND["ManagedCluster"]
+    async with running(settings_for(broker, topics.prefix, hub, hub_watch_timeout_s=1)) as bridge:
+        reflector = next(r for r in bridge.reflectors if r.kind is kind)
+        async with asyncio.timeout(60):
+            while reflector.watches < 3:  # the server ended the watch twice; it was resumed each time
+                await asyncio.sleep(0.1)
+        hub.apply({**example(kind, ns), "metadata": {"name": f"{ns}-late"}})
+
+        async def on_topic() -> bool:
+            return f"{ns}-late" in table(await topic_records(broker, topics.clusters))
+
+        await eventually(on_topic, "a cluster created after the resumed watches")
+        assert reflector.lists == 1, "resumed from its resourceVersion, not listed again"
+        assert reflector.relists_gone == 0
+
+
 def bridge_process(broker: str, prefix: str, hub: ControlPlane, port: int) -> subprocess.Popen[bytes]:
     settings = settings_for(broker, prefix, hub)
     env = {
