@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleetplace.services import kafka_access
+from fleetplace.services.hub import access as hub_access
 from fleetplace.services.hub.kinds import HUB_KINDS
 from tests.deploy import chart
 from tests.deploy.chart import MATRIX, RenderError, of_kind, render
@@ -235,7 +236,7 @@ def test_consumer_group_workers_have_a_pdb_and_spread(rendered: dict[str, list[d
         assert spec["topologySpreadConstraints"] and spec["affinity"]["podAntiAffinity"]
 
 
-# What the bridge lists and watches: the kinds it publishes, from its code.
+# What the bridge lists and watches: the kinds it publishes, as its start-up check asks.
 HUB_READS = {(k.group, k.plural) for k in HUB_KINDS}
 WRITE = {"create", "update", "delete"}
 
@@ -256,7 +257,7 @@ def test_the_hub_bridge_may_write_only_its_modes_decisions(
 ) -> None:
     rules = _rules(rendered[f"hub-{mode}-values.yaml"])
     for key in HUB_READS:
-        assert rules.pop(key) == {"get", "list", "watch"}, key
+        assert rules.pop(key) == {"list", "watch"}, key
     sigmc = ("multicluster.x-k8s.io", "placementdecisions")
     ocm = ("cluster.open-cluster-management.io", "placementdecisions")
     if mode == "shadow":
@@ -278,25 +279,42 @@ def test_the_hub_bridge_may_write_only_its_modes_decisions(
     ]
 
 
+def _granted_permissions(objects: list[dict[str, Any]]) -> set[tuple[str, str, str, str]]:
+    """(verb, group, resource, namespace) of the bridge's ClusterRole (namespace empty) and Role."""
+    out = set()
+    for role in of_kind(objects, "ClusterRole") + of_kind(objects, "Role"):
+        namespace = chart.NAMESPACE if role["kind"] == "Role" else ""
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    out.update((verb, group, resource, namespace) for verb in rule["verbs"])
+    return out
+
+
 @pytest.mark.parametrize("mode", ["shadow", "replace"])
-def test_the_hub_bridges_roles_are_the_ones_its_start_up_check_asks_for(
+def test_the_hub_bridge_is_granted_every_permission_its_start_up_check_asks_for(
     mode: str, rendered: dict[str, list[dict[str, Any]]]
 ) -> None:
-    """Where the bridge's own table of permissions exists (services/hub/rbac.py), the chart grants
-    exactly it: the bridge refuses to start without one of them."""
+    """The bridge refuses to start without one of them (services/hub/access.py)."""
+    granted = _granted_permissions(rendered[f"hub-{mode}-values.yaml"])
+    wanted = {(p.verb, p.group, p.resource, p.namespace) for p in hub_access.reading(chart.NAMESPACE)}
+    assert wanted - granted == set()
+    # reading the hub takes nothing beyond what the check asks for
+    reads = {g for g in granted if g[2] in {k.plural for k in HUB_KINDS} | {"leases"}}
+    assert reads == wanted
+
+
+@pytest.mark.parametrize("mode", ["shadow", "replace"])
+def test_the_hub_bridges_roles_are_the_write_back_table_where_it_exists(
+    mode: str, rendered: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Where the write-back's own table of permissions exists (services/hub/rbac.py, the hub
+    issue's sink), the chart grants exactly it."""
     rbac = pytest.importorskip(
-        "fleetplace.services.hub.rbac", reason="the bridge's permission table is not in this tree"
+        "fleetplace.services.hub.rbac", reason="the write-back's permission table is not in this tree"
     )
-    objects = rendered[f"hub-{mode}-values.yaml"]
-    granted = _rules(objects)
-    for rule in of_kind(objects, "Role")[0]["rules"]:
-        for group in rule["apiGroups"]:
-            for resource in rule["resources"]:
-                granted.setdefault((group, resource), set()).update(rule["verbs"])
-    wanted: dict[tuple[str, str], set[str]] = {}
-    for permission in rbac.permissions(rbac.Mode(mode)):
-        wanted.setdefault((permission.group, permission.resource), set()).add(permission.verb)
-    assert granted == wanted
+    granted = {(v, g, r) for v, g, r, _ in _granted_permissions(rendered[f"hub-{mode}-values.yaml"])}
+    assert granted == {(p.verb, p.group, p.resource) for p in rbac.permissions(rbac.Mode(mode))}
 
 
 def test_only_the_hub_bridge_gets_a_kubernetes_token(rendered: dict[str, list[dict[str, Any]]]) -> None:
