@@ -2,7 +2,8 @@
 real kube-apiserver (the hub issue's control plane, shared/control_plane.py) with the KEDA and
 Prometheus Operator CRDs installed from their Go modules (tests/deploy/crds.py), into a namespace
 labelled for Pod Security `restricted` (enforce, warn, audit): no rejection and no warning.
-Strimzi's KafkaUser and KafkaTopic have no CRD from a registry here; test_operator_resources.py
+The hub bridge starts with the ServiceAccount roles the chart renders for each mode, and nothing
+else. Strimzi's KafkaUser and KafkaTopic have no CRD from a registry here; test_operator_resources.py
 checks them against Strimzi's v1 fields instead.
 
 Without the control plane's binaries (`make hub-binaries`) these tests are skipped with that reason,
@@ -10,19 +11,27 @@ unless FLEETPLACE_REQUIRE_HUB=1 (CI), where they fail."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import http.client
 import json
 import os
 import ssl
+import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fleetplace.shared import control_plane as cp
+from fleetplace.shared.bus.broker import free_port
+from fleetplace.shared.bus.topics import Topics
 from tests.deploy import chart, crds
 from tests.deploy.chart import MATRIX, NAMESPACE, of_kind, render
+from tests.hub.test_rbac import hub_run, service_account_with
+from tests.proc import readyz, stop_process
+from tests.upstream.crds import upstream_crds
 
 REQUIRE_ENV = "FLEETPLACE_REQUIRE_HUB"
 # No CRD from a published package: checked by test_operator_resources.py.
@@ -39,7 +48,9 @@ def api_server() -> Iterator[Any]:
         if os.environ.get(REQUIRE_ENV, "") not in ("", "0"):
             raise
         pytest.skip(str(error))
-    with cp.control_plane(crds=[crds.crd_path(kind) for kind in sorted(crds.CRDS)], binaries=binaries) as hub:
+    # the OCM and SIG-Multicluster CRDs, which the hub bridge lists, and the operators' ones
+    every_crd = [*upstream_crds(), *(crds.crd_path(kind) for kind in sorted(crds.CRDS))]
+    with cp.control_plane(crds=every_crd, binaries=binaries) as hub:
         hub.request(
             "POST",
             "/api/v1/namespaces",
@@ -145,3 +156,25 @@ def test_a_change_that_breaks_restricted_pod_security_is_warned_about_and_its_po
     assert any("restricted" in w and "allowPrivilegeEscalation" in w for w in warnings), warnings
     with pytest.raises(cp.ApiError, match="violates PodSecurity"):
         apply(api_server, pod_of(broken))
+
+
+@pytest.mark.parametrize("mode", ["shadow", "replace"])
+async def test_the_hub_bridge_starts_with_the_charts_roles_alone(
+    api_server: Any, broker: str, topics: Topics, tmp_path: Path, mode: str
+) -> None:
+    """The bridge, given only the ClusterRole and Role the chart renders for its mode, passes its
+    start-up permission check, takes its Lease and becomes ready."""
+    objects = render([f"hub-{mode}-values.yaml"])
+    roles = of_kind(objects, "ClusterRole") + of_kind(objects, "Role")
+    kubeconfig, namespace = service_account_with(api_server, roles, tmp_path)
+    port = free_port()
+    process = hub_run(broker, topics.prefix, kubeconfig, namespace, port)
+    try:
+        deadline = time.monotonic() + 90
+        while readyz(port) != 200:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "the bridge never became ready"
+            await asyncio.sleep(0.1)
+    finally:
+        stop_process(process)
+    assert process.returncode == 0
