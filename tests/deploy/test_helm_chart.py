@@ -6,6 +6,7 @@ topic catalogue as `fleetplace topics create` makes it. helm comes from the Go m
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -382,3 +383,22 @@ def test_transactional_ids_are_granted_by_group_prefix_unless_transactions_are_o
     }
     assert set(transactional([])) == set(on)
     assert transactional(["kafka.transactions=false"]) == {}
+
+
+@pytest.mark.parametrize(
+    ("sets", "field"),
+    [
+        (["workers.hub.replicas=2"], "/workers/hub/replicas"),
+        (["workers.hub.mode=takeover"], "/workers/hub/mode"),
+        (["topics.mode=zookeeper"], "/topics/mode"),
+        (["topics.workPartitions=0"], "/topics/workPartitions"),
+        (["kafka.strimzi.authentication=plain"], "/kafka/strimzi/authentication"),
+        (["terminationGracePeriodSeconds=10"], "/terminationGracePeriodSeconds"),
+        # only FLEETPLACE_* settings in config: the Kafka ones (and their secrets) are the chart's
+        (["config.KAFKA_SASL_PASSWORD=x"], "'KAFKA_SASL_PASSWORD' does not match pattern"),
+    ],
+)
+def test_the_schema_refuses_a_bad_value_naming_its_field(sets: list[str], field: str) -> None:
+    expected = field if field.startswith("'") else f"at '{field}'"
+    with pytest.raises(RenderError, match=re.escape(expected)):
+        render(["defaults-values.yaml"], sets)
