@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native upstream-crds hub-binaries hub unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
+.PHONY: helm native upstream-crds hub-binaries hub unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -29,6 +29,14 @@ $(NATIVE): $(STAMP) setup.py shared/native.py $(COMPILED_SOURCES)
 	rm -rf build
 	$(BIN)/python setup.py --quiet build_ext --inplace
 	touch $(NATIVE)
+
+# helm, built from the Go module proxy at the version pinned in compose/helm/tools/go.mod (no
+# binary download), for the chart's tests (tests/deploy). Go keeps its module and build caches.
+HELM := .cache/helm/helm
+$(HELM): compose/helm/tools/go.mod compose/helm/tools/go.sum
+	cd compose/helm/tools && go build -p 2 -o ../../../$(HELM) helm.sh/helm/v4/cmd/helm
+
+helm: $(HELM)
 
 native:
 	rm -f $(NATIVE)
@@ -87,7 +95,7 @@ typecheck: $(NATIVE)
 # 69 % (366 s), with four 81 % (275 s); three leaves the timing-sensitive tests room on a slower
 # machine. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 3
-unit: $(NATIVE)
+unit: $(NATIVE) $(HELM)
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test: lint typecheck unit
