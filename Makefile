@@ -60,8 +60,11 @@ typecheck: $(NATIVE)
 # 69 % (366 s), with four 81 % (275 s); three leaves the timing-sensitive tests room on a slower
 # machine. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 3
+# The broker of the integration tests (tests/conftest.py): embedded, apache (Apache Kafka from
+# Maven Central, needs Java 17 and Maven) or both, which runs each of them on both brokers.
+TEST_BROKER ?= both
 unit: $(NATIVE)
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --broker $(TEST_BROKER) $(PYTEST_ARGS)
 
 test: lint typecheck unit
 
