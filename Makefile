@@ -85,6 +85,10 @@ load: $(NATIVE)
 demo: $(NATIVE)
 	$(BIN)/fleetplace demo
 
+# The broker of bench-e2e, bench-audit, bench-takeover and bench-rollout: embedded or apache (Apache
+# Kafka, one KRaft node); each JSON line says which ("broker").
+BENCH_BROKER ?= embedded
+
 bench: bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores
 
 bench-engine: $(NATIVE)
@@ -99,19 +103,19 @@ bench-queues-whatif: $(NATIVE)
 
 # the fleet as ManagedClusters, then the same fleet as ClusterProfiles
 bench-e2e: $(NATIVE)
-	$(BIN)/python -m tests.bench.e2e
-	$(BIN)/python -m tests.bench.e2e --profiles
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.e2e
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.e2e --profiles
 
 bench-audit: $(NATIVE)
-	$(BIN)/python -m tests.bench.audit
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.audit
 
 # SIGKILL one of two workers at 5,000 clusters x 10,000 placements: seconds until its placements
 # are served again, beside a bare read of the same topics (tests/bench/takeover.py)
 bench-takeover: $(NATIVE)
-	$(BIN)/python -m tests.bench.takeover
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.takeover
 
 bench-rollout: $(NATIVE)
-	$(BIN)/python -m tests.bench.rollout
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.rollout
 
 bench-scores: $(NATIVE)
 	$(BIN)/python -m tests.bench.scores
