@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: apache-kafka native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
+.PHONY: apache-kafka faults-apache native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -71,7 +71,12 @@ test: lint typecheck unit
 # Fault injection on real processes (tests/faults): every scenario of the scheduler and of the
 # rollout loop, figures as JSON lines.
 faults: $(NATIVE)
-	$(BIN)/pytest -m faults -s -p no:cacheprovider tests/faults
+	$(BIN)/pytest -m "faults and not apache" -s -p no:cacheprovider tests/faults
+
+# The same checks on a three-node Apache Kafka: partition leader and active controller SIGKILLed, a
+# rolling restart, a node SIGSTOPped for 20 s (tests/faults/test_apache_faults.py); JSON lines.
+faults-apache: $(NATIVE)
+	$(BIN)/pytest -m "faults and apache" -s -p no:cacheprovider tests/faults
 
 # 100,000 hostile records into a scheduler worker, 50,000 into a rollout worker and a flood of
 # 100,000 identical reports (tests/fuzz), figures as JSON lines.
