@@ -168,6 +168,15 @@ def run_async(make: Callable[[], Awaitable[_T]], timeout_s: float = 60.0) -> _T:
         return pool.submit(asyncio.run, _bounded()).result()
 
 
+def new_cluster_id() -> str:
+    """A KRaft cluster id: a UUID in URL-safe base64, never starting with "-", which the storage
+    tool's argument parser would take for an option (Kafka's own ids avoid it the same way)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not candidate.startswith("-"):
+            return candidate
+
+
 _LOG4J2 = """\
 status = warn
 appender.console.type = Console
@@ -340,7 +349,7 @@ class ApacheKafka:
         self.port_attempts = max(1, port_attempts)
         self.nodes: list[KafkaNode] = []
         self.data_dir: Path | None = None
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        self.cluster_id = new_cluster_id()
         self.java = ""
         self.libs = Path()
         self.start_seconds: float | None = None

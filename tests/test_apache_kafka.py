@@ -18,7 +18,7 @@ import yaml
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from fleetplace.shared.apache_kafka import POM, VERSIONS_FILE, ApacheKafkaError, kafka_version
+from fleetplace.shared.apache_kafka import POM, VERSIONS_FILE, ApacheKafkaError, kafka_version, new_cluster_id
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -147,3 +147,10 @@ async def test_make_apache_kafka_serves_then_a_stop_signal_leaves_no_process_and
         assert not _alive(int(pid)), f"node pid {pid} still runs"
         assert not Path(data).exists(), data
         assert not Path(data).parent.exists(), Path(data).parent
+
+
+def test_a_cluster_id_never_starts_with_a_dash_which_the_storage_tool_takes_for_an_option() -> None:
+    # One id in 64 would: the format step then failed with "expected one argument".
+    ids = [new_cluster_id() for _ in range(2000)]
+    assert all(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{21}", i) for i in ids)
+    assert len(set(ids)) == len(ids)
