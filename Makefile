@@ -128,7 +128,9 @@ bench-scores: $(NATIVE)
 # Apache Kafka (KRaft) in the foreground from Maven Central (shared/apache_kafka.py): the first
 # line of stdout is KAFKA_BOOTSTRAP_SERVERS=...; Ctrl-C stops it and removes its data.
 # APACHE_KAFKA_NODES=3 starts a three-node cluster. Needs Java 17 and Maven.
-apache-kafka: $(STAMP)
+# The install step, when due, reports on stderr: stdout starts with the bootstrap line.
+apache-kafka:
+	@$(MAKE) --no-print-directory -s $(STAMP) >&2
 	@$(BIN)/python -m fleetplace.shared.apache_kafka
 
 clean:
