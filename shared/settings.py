@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, Json, SecretStr, ValidationError, model_validator
+from pydantic import Field, Json, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -23,6 +23,8 @@ SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 ClockSource = Literal["wall", "topic"]
 LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+# A broker capability a setting turns on, off, or leaves to a probe of the broker at start-up.
+Capability = Literal["auto", "true", "false"]
 
 SECRET_FIELDS = frozenset({"sasl_password", "debug_token"})
 # pydantic's error types, said in an operator's words; the rest keep pydantic's own sentence
@@ -103,9 +105,30 @@ class KafkaSettings(BaseSettings):
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
     # Idempotent producers: a retry after a lost acknowledgement (a broker restart) cannot write a
-    # record twice. Apache Kafka supports it: turn it on there. Off by default because the embedded
-    # broker does not (its producer start fails).
-    enable_idempotence: bool = False
+    # record twice. "auto": a worker probes the broker at start-up and uses them where it offers
+    # them (Apache Kafka does, the embedded broker does not); other tools use them only with "true".
+    enable_idempotence: Capability = "auto"
+    # Exactly-once output (docs/deployment.md#delivery): each evaluation's records and the input
+    # offsets it consumed commit in one transaction. "auto": probed at start-up, like idempotence.
+    transactions: Capability = "auto"
+
+    @field_validator("enable_idempotence", "transactions", mode="before")
+    @classmethod
+    def _capability(cls, value: Any) -> Any:
+        """A boolean, or a word an operator writes for one, as "true"/"false"."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, str):
+            word = value.strip().lower()
+            return {
+                "1": "true",
+                "yes": "true",
+                "on": "true",
+                "0": "false",
+                "no": "false",
+                "off": "false",
+            }.get(word, word)
+        return value
 
     def __init__(self, **values: Any) -> None:
         try:
