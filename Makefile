@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
+.PHONY: apache-kafka native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -112,6 +112,12 @@ bench-rollout: $(NATIVE)
 
 bench-scores: $(NATIVE)
 	$(BIN)/python -m tests.bench.scores
+
+# Apache Kafka (KRaft) in the foreground from Maven Central (shared/apache_kafka.py): the first
+# line of stdout is KAFKA_BOOTSTRAP_SERVERS=...; Ctrl-C stops it and removes its data.
+# APACHE_KAFKA_NODES=3 starts a three-node cluster. Needs Java 17 and Maven.
+apache-kafka: $(STAMP)
+	@$(BIN)/python -m fleetplace.shared.apache_kafka
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build
