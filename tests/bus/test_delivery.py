@@ -19,6 +19,7 @@ from fleetplace.shared.bus.kafka import BroadcastReader, make_admin, make_consum
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.bus.topics import Topics, ensure_topics
 from fleetplace.shared.settings import KafkaSettings
+from tests.apache_fixture import apache_kafka_bootstrap as apache_kafka_bootstrap
 
 pytestmark = pytest.mark.integration
 
