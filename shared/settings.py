@@ -168,6 +168,17 @@ class Settings(BaseSettings):
 
     topic_prefix: str = "fleetplace."
     topic_replication_factor: int = Field(default=1, ge=1)
+    # Set by `topics create` on the compacted topics (docs/operations.md#compaction): how long a
+    # version is kept before the cleaner may drop it (the audit window), and a tombstone after.
+    topic_min_compaction_lag_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=0)
+    topic_delete_retention_ms: int = Field(default=24 * 3600 * 1000, ge=0)
+
+    def compaction(self) -> dict[str, str]:
+        """The topic settings `topics create` gives the compacted topics."""
+        return {
+            "min.compaction.lag.ms": str(self.topic_min_compaction_lag_ms),
+            "delete.retention.ms": str(self.topic_delete_retention_ms),
+        }
 
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=0, le=65535)
