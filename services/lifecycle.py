@@ -419,6 +419,10 @@ class WorkerRuntime:
             batch.extend(more)
         return batch
 
+    def failpoint(self, name: str) -> None:
+        """Reach the failpoint `<worker>.<name>` (shared/failpoints.py): nothing unless a test set it."""
+        self._failpoint.reach(f"{self.failpoints}.{name}")
+
     async def publish(self, turn: Turn) -> None:
         """Send the turn's records and wait for the acknowledgements, then commit its offsets; in
         exactly-once mode each output commits with its offsets in its partition's transaction.

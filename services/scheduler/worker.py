@@ -519,6 +519,7 @@ class SchedulerWorker:
         fenced: set[tuple[str, int]] = set()
         sink = self.runtime.sink
         assert sink is not None, "the runtime starts its sink before the first turn"
+        self.runtime.failpoint("before-publish")
         try:
             await sink.publish(list(outputs.values()))
         except OutputFencedError as exc:
