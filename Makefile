@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: apache-kafka native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
+.PHONY: apache-kafka faults-apache native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -60,15 +60,23 @@ typecheck: $(NATIVE)
 # 69 % (366 s), with four 81 % (275 s); three leaves the timing-sensitive tests room on a slower
 # machine. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 3
+# The broker of the integration tests (tests/conftest.py): embedded, apache (Apache Kafka from
+# Maven Central, needs Java 17 and Maven) or both, which runs each of them on both brokers.
+TEST_BROKER ?= both
 unit: $(NATIVE)
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --broker $(TEST_BROKER) $(PYTEST_ARGS)
 
 test: lint typecheck unit
 
 # Fault injection on real processes (tests/faults): every scenario of the scheduler and of the
 # rollout loop, figures as JSON lines.
 faults: $(NATIVE)
-	$(BIN)/pytest -m faults -s -p no:cacheprovider tests/faults
+	$(BIN)/pytest -m "faults and not apache" -s -p no:cacheprovider tests/faults
+
+# The same checks on a three-node Apache Kafka: partition leader and active controller SIGKILLed, a
+# rolling restart, a node SIGSTOPped for 20 s (tests/faults/test_apache_faults.py); JSON lines.
+faults-apache: $(NATIVE)
+	$(BIN)/pytest -m "faults and apache" -s -p no:cacheprovider tests/faults
 
 # 100,000 hostile records into a scheduler worker, 50,000 into a rollout worker and a flood of
 # 100,000 identical reports (tests/fuzz), figures as JSON lines.
@@ -81,6 +89,10 @@ load: $(NATIVE)
 
 demo: $(NATIVE)
 	$(BIN)/fleetplace demo
+
+# The broker of bench-e2e, bench-audit, bench-takeover and bench-rollout: embedded or apache (Apache
+# Kafka, one KRaft node); each JSON line says which ("broker").
+BENCH_BROKER ?= embedded
 
 bench: bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores
 
@@ -96,19 +108,19 @@ bench-queues-whatif: $(NATIVE)
 
 # the fleet as ManagedClusters, then the same fleet as ClusterProfiles
 bench-e2e: $(NATIVE)
-	$(BIN)/python -m tests.bench.e2e
-	$(BIN)/python -m tests.bench.e2e --profiles
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.e2e
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.e2e --profiles
 
 bench-audit: $(NATIVE)
-	$(BIN)/python -m tests.bench.audit
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.audit
 
 # SIGKILL one of two workers at 5,000 clusters x 10,000 placements: seconds until its placements
 # are served again, beside a bare read of the same topics (tests/bench/takeover.py)
 bench-takeover: $(NATIVE)
-	$(BIN)/python -m tests.bench.takeover
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.takeover
 
 bench-rollout: $(NATIVE)
-	$(BIN)/python -m tests.bench.rollout
+	FLEETPLACE_TEST_BROKER=$(BENCH_BROKER) $(BIN)/python -m tests.bench.rollout
 
 bench-scores: $(NATIVE)
 	$(BIN)/python -m tests.bench.scores

@@ -486,6 +486,9 @@ class ApacheKafka:
                 "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
                 # A group's first member is assigned at once, not after 3 s of waiting for others.
                 "group.initial.rebalance.delay.ms": "0",
+                # The tests take over a crashed member's partitions within seconds, with sessions
+                # shorter than Kafka's default minimum of 6 s (FLEETPLACE_GROUP_SESSION_TIMEOUT_MS).
+                "group.min.session.timeout.ms": "1000",
                 **self.config_overrides,
             }
             node.config_file.write_text("".join(f"{k}={v}\n" for k, v in settings.items()), encoding="utf-8")

@@ -246,24 +246,29 @@ def partition_for_key(key: str | bytes, partitions: int) -> int:
     return int(murmur2(raw) & 0x7FFFFFFF) % partitions
 
 
-async def partitions_of(consumer: Any, topics: Iterable[str]) -> list[TP]:
+async def partitions_of(consumer: Any, topics: Iterable[str], timeout: float = 10.0) -> list[TP]:
     """Every partition of existing topics, without triggering auto-creation (Tansu creates any topic a
-    Metadata request names, with 4 partitions)."""
-    # A Metadata request for all topics: creates nothing. Its answer is read here, not through
-    # `partitions_for_topic`: the client's own metadata holds only the topics it tracks (on Apache
-    # Kafka none, for a consumer that has not subscribed or been assigned yet).
-    cluster = await consumer._client.fetch_all_metadata()
-    existing: set[str] = cluster.topics()
-    topics = list(topics)
-    missing = [t for t in topics if t not in existing]
-    if missing:
-        raise TopicLayoutError(
-            f"topics do not exist: {', '.join(sorted(missing))} (run `fleetplace topics create`)"
-        )
-    result: list[TP] = []
-    for topic in topics:
-        result.extend((topic, p) for p in sorted(cluster.partitions_for_topic(topic) or ()))
-    return result
+    Metadata request names, with 4 partitions).
+
+    The partitions come from a fresh Metadata response for all topics (what `consumer.topics()`
+    asks for, which creates nothing), not from the consumer's own cached metadata: on Apache Kafka
+    that cache holds only the topics the consumer has asked about, so a topic created after its
+    bootstrap is missing from it. A topic listed without partitions yet (just created, its leaders
+    not yet elected) is asked about again, for up to `timeout` seconds."""
+    wanted = list(topics)
+    deadline = time.monotonic() + timeout
+    while True:
+        cluster = await consumer._client.fetch_all_metadata()
+        existing: set[str] = cluster.topics()
+        missing = [t for t in wanted if t not in existing]
+        if missing:
+            raise TopicLayoutError(
+                f"topics do not exist: {', '.join(sorted(missing))} (run `fleetplace topics create`)"
+            )
+        found = {t: sorted(cluster.partitions_for_topic(t) or ()) for t in wanted}
+        if all(found.values()) or time.monotonic() > deadline:
+            return [(topic, p) for topic in wanted for p in found[topic]]
+        await asyncio.sleep(0.1)
 
 
 async def true_end_offsets(

@@ -8,7 +8,9 @@ partition count put a key in the same partition number: that is what makes
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -394,6 +396,37 @@ async def _existing_partitions(admin: Any) -> dict[str, int]:
     return {d["topic"]: len(d["partitions"]) for d in described if d.get("error_code", 0) == 0}
 
 
+TOPIC_READY_TIMEOUT_S = 30.0
+
+
+async def _wait_for_leaders(admin: Any, names: set[str], timeout: float = TOPIC_READY_TIMEOUT_S) -> None:
+    """Until every topic in `names` is in the cluster's metadata with a leader for each partition.
+
+    Apache Kafka answers CreateTopics before the brokers know the new topics: for a moment a
+    Metadata response leaves them out (LEADER_NOT_AVAILABLE), and a client that asks then finds no
+    such topic. A worker started right after `topics create` must find them."""
+    deadline = time.monotonic() + timeout
+    pending = set(names)
+    while pending:
+        described: list[dict[str, Any]] = await admin.describe_topics(None)
+        for d in described:
+            partitions = d.get("partitions") or []
+            if (
+                d["topic"] in pending
+                and d.get("error_code", 0) == 0
+                and partitions
+                and all(int(p.get("leader", -1)) >= 0 for p in partitions)
+            ):
+                pending.discard(d["topic"])
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise TopicLayoutError(
+                f"topics created but without a partition leader after {timeout} s: {', '.join(sorted(pending))}"
+            )
+        await asyncio.sleep(0.05)
+
+
 async def describe_catalogue(
     kafka: KafkaSettings | str, topics: Topics, *, work_partitions: int | None = None
 ) -> list[TopicStatus]:
@@ -485,6 +518,7 @@ async def ensure_topics(
                     errors.append(f"{topic}: error {code} {message or ''}".rstrip())
             if errors:
                 raise TopicLayoutError("could not create topics: " + "; ".join(errors))
+            await _wait_for_leaders(admin, created)
             existing = await _existing_partitions(admin)
     finally:
         await admin.close()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import sys
 import time
 from datetime import timedelta
 from typing import Any
@@ -47,6 +46,7 @@ from tests.auditor.offline import (
     score,
     write_to_broker,
 )
+from tests.bench.e2e import emit
 
 RECORDS = 100_000
 ROUNDS = 3  # plain reads and audits, taken in turn
@@ -212,8 +212,7 @@ def main() -> None:
     with running_broker() as bootstrap:
         line = _measure(bootstrap, worker)
     line["generate_s"] = round(generated_s, 1)
-    sys.stdout.write(orjson.dumps(line).decode() + "\n")
-    sys.stdout.flush()
+    emit(line)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,6 @@ from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.envelope import parse_time
 from fleetplace.shared.bus.kafka import (
-    BroadcastReader,
     make_admin,
     make_consumer,
     make_producer,
@@ -73,9 +72,15 @@ from fleetplace.shared.bus.kafka import (
 )
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import DEFAULT_WORK_PARTITIONS, Topics
-from fleetplace.shared.testing import create_topics, running_broker
+from fleetplace.shared.testing import (
+    EXTERNAL_BOOTSTRAP_ENV,
+    broker_kind_from_env,
+    create_topics,
+    running_broker,
+)
 from tests.api.profiles import profile_of
 from tests.bench.scenario import fleet_objects, placement
+from tests.bus_harness import BackgroundReader
 from tests.proc import cpu_seconds, machine_cpu_s
 
 CLUSTERS = 1000
@@ -95,8 +100,16 @@ PRODUCER = {"linger_ms": 5, "max_batch_size": 262144}
 BUS_PASSES = 3  # pass-throughs of the largest change's diff records; the best is the bus figure
 
 
+def broker_name() -> str:
+    """The broker a bench runs on, for its JSON lines: `embedded` or `apache`
+    (FLEETPLACE_TEST_BROKER, read by `running_broker`), or `external` when FLEETPLACE_TEST_BOOTSTRAP
+    names one."""
+    return "external" if os.environ.get(EXTERNAL_BOOTSTRAP_ENV) else broker_kind_from_env()
+
+
 def emit(line: dict[str, object]) -> None:
-    sys.stdout.write(orjson.dumps(line).decode() + "\n")
+    """One JSON line of figures on stdout, with the broker they were measured on."""
+    sys.stdout.write(orjson.dumps({**line, "broker": broker_name()}).decode() + "\n")
     sys.stdout.flush()
 
 
@@ -277,35 +290,29 @@ class Tail:
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         # A short fetch wait: a waiting consumer on Tansu sees new data after about half of it.
-        self.reader = BroadcastReader(bootstrap, [topic], max_records=20_000, fetch_max_wait_ms=20)
+        self.follower = BackgroundReader(
+            bootstrap, [topic], self._arrived, max_records=20_000, fetch_max_wait_ms=20
+        )
+        self.reader = self.follower.reader
         self.bootstrap = bootstrap
         self.topic = topic
         self.arrivals: list[Arrival] = []
-        self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Tail:
-        await self.reader.start()
-        self._task = asyncio.create_task(self._run())
+        await self.follower.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self.reader.stop()
+        await self.follower.__aexit__(*exc)
 
-    async def _run(self) -> None:
-        while True:
-            batch = await self.reader.poll()
-            now = time.monotonic()
-            self.arrivals.extend(Arrival(r, now) for r in batch.records)
+    def _arrived(self, records: Sequence[Record]) -> None:
+        now = time.monotonic()
+        self.arrivals.extend(Arrival(r, now) for r in records)
 
     async def wait(self, done: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while not done():
-            if self._task is not None and self._task.done():
-                self._task.result()
+            self.follower.raise_if_failed()
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{what}: not done after {timeout} s")
             await asyncio.sleep(0.005)

@@ -13,7 +13,8 @@ the dead worker owned. Measured from the kill, on the survivor:
 * `read_s`: a bare consumer reading the state a worker rebuilds from (every input topic and
   `decisions`), from the beginning to the end, in the same run: the floor of any rebuild.
 
-`ratio = first_diff_s / read_s`. Beside it, the phases from the survivor's own gauges (read once
+`ratio = first_diff_s / read_s`; `controlled_ratio = (first_diff_s - assigned_s) / read_s` leaves
+out the group's part (the session timeout and the rebalance), which the broker decides. Beside it, the phases from the survivor's own gauges (read once
 it is idle): `session_timeout_s` (the worker's consumer-group session: a SIGKILLed member is only
 dropped when it expires), `assigned_s` (the rebalance gave the survivor the partitions) and
 `caught_up_s` (it had read their placements again); from there to `first_diff_s` is the
@@ -217,6 +218,9 @@ async def main(clusters: int, placements: int) -> None:
             "first_diff_s": round(first_diff, 2),
             "read_s": round(read_s, 2),
             "ratio": round(first_diff / read_s, 2),
+            # the part fleetplace controls: from the group handing over the partitions to the
+            # first diff, against the floor of reading the state again
+            "controlled_ratio": round((first_diff - assigned) / read_s, 2),
             # the phases: the dead member's session (the floor of `assigned_s`), the group giving
             # the survivor its partitions, the survivor having read them again; after that, the
             # re-evaluation until `first_diff_s`

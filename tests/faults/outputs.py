@@ -7,9 +7,8 @@ record equals the fault-free decision; `placement-decisions` ends on the same se
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +16,7 @@ from fleetplace.shared.bus.codec import decode_object
 from fleetplace.shared.bus.kafka import BroadcastReader
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import Topics
+from tests.bus_harness import BackgroundReader
 from tests.faults.fleet import Decision
 
 
@@ -34,31 +34,26 @@ class Outputs:
 
     def __init__(self, bootstrap: str, topics: Topics) -> None:
         self.topics = topics
-        self._reader = BroadcastReader(
-            bootstrap, [topics.decisions, topics.placement_decisions, topics.deadletter], max_records=20_000
+        self._reader = BackgroundReader(
+            bootstrap,
+            [topics.decisions, topics.placement_decisions, topics.deadletter],
+            self._add_all,
+            max_records=20_000,
         )
         self.decisions: list[Published] = []
         self.placement_decisions: list[Published] = []
         self.deadletters: list[Published] = []
-        self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Outputs:
-        await self._reader.start()
-        self._task = asyncio.create_task(self._follow())
+        await self._reader.__aenter__()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        await self._reader.stop()
+        await self._reader.__aexit__(*exc)
 
-    async def _follow(self) -> None:
-        while True:
-            batch = await self._reader.poll()
-            for r in batch.records:
-                self._add(r)
+    def _add_all(self, records: Sequence[Record]) -> None:
+        for r in records:
+            self._add(r)
 
     def _add(self, r: Record) -> None:
         try:

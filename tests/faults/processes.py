@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from fleetplace.shared.apache_kafka import ApacheKafka, KafkaNode
 from fleetplace.shared.bus.broker import EmbeddedBroker, free_port
 from fleetplace.shared.bus.errors import BrokerPortInUseError
 
@@ -184,6 +185,50 @@ class FaultyBroker:
         self._broker.stop()
 
     def __enter__(self) -> FaultyBroker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class FaultyCluster:
+    """A three-node Apache Kafka (every node broker and KRaft controller, replication factor 3,
+    min.insync.replicas=2) whose nodes are killed, paused and restarted by the fault runs."""
+
+    def __init__(self) -> None:
+        self.kafka = ApacheKafka(nodes=3)
+        self.peak_rss_mb = 0.0
+        self.restarts = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return self.kafka.bootstrap
+
+    def start(self) -> FaultyCluster:
+        self.kafka.start()
+        return self
+
+    def sample_rss(self) -> None:
+        for node in self.kafka.nodes:
+            if node.running:
+                self.peak_rss_mb = max(self.peak_rss_mb, peak_rss_mb(node.pid))
+
+    def kill_and_restart(self, node: KafkaNode, down_s: float) -> float:
+        """SIGKILL `node`, keep it down `down_s`, start it again; seconds until it serves."""
+        self.sample_rss()
+        node.kill()
+        time.sleep(down_s)
+        started = time.monotonic()
+        node.start()
+        self.kafka.wait_until_serving([node], timeout_s=180)
+        self.restarts += 1
+        return time.monotonic() - started
+
+    def stop(self) -> None:
+        self.sample_rss()
+        self.kafka.stop()
+
+    def __enter__(self) -> FaultyCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

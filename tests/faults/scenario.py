@@ -26,11 +26,11 @@ from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
 from fleetplace.shared.bus.records import OutgoingRecord
-from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.bus.topics import Topics, ensure_topics
 from fleetplace.shared.testing import create_topics, unique_topic_prefix
 from tests.faults.fleet import Change, FleetModel
 from tests.faults.outputs import Outputs, Verdict, diverging, read_all, verdict
-from tests.faults.processes import S3_BUCKET, FaultyBroker, MotoS3, WorkerProcess
+from tests.faults.processes import S3_BUCKET, FaultyBroker, FaultyCluster, MotoS3, WorkerProcess
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,13 @@ class Plan:
     converge_timeout: float = 120.0
     seed: int = 1
     audit: bool = True  # `fleetplace audit` must reproduce every published decision
+    # Apache Kafka, three KRaft nodes (broker="apache"): the node faults, each at a second of the run
+    broker: Literal["embedded", "apache"] = "embedded"
+    leader_kill: float | None = None  # SIGKILL the node leading decisions/0 and placements/0
+    controller_kill: float | None = None  # SIGKILL the active KRaft controller
+    rolling_restart: float | None = None  # restart the three nodes one after the other
+    node_pause: tuple[float, float] | None = None  # (at, seconds): SIGSTOP one node, then SIGCONT
+    node_down_s: float = 5.0  # how long a killed node stays down
 
 
 @dataclass
@@ -115,6 +122,7 @@ class Report:
         return {
             "suite": "faults",
             "scenario": self.plan.name,
+            "broker": self.plan.broker,
             "faults_injected": dict(self.faults),
             "faults_total": sum(self.faults.values()),
             "input_records": self.records,
@@ -224,7 +232,37 @@ class _Run:
         await asyncio.sleep(seconds)
         worker.resume()
 
-    async def supervise(self, broker: FaultyBroker, workers: list[WorkerProcess]) -> None:
+    async def leader_kill(self, cluster: FaultyCluster, topics: Topics, at: float) -> None:
+        await self.at(at)
+        leaders = {
+            await asyncio.to_thread(cluster.kafka.partition_leader, topics.decisions, 0),
+            await asyncio.to_thread(cluster.kafka.partition_leader, topics.placements, 0),
+        }
+        for node in leaders:
+            await asyncio.to_thread(cluster.kill_and_restart, node, self.plan.node_down_s)
+            self.faults["node_sigkill_partition_leader"] += 1
+
+    async def controller_kill(self, cluster: FaultyCluster, at: float) -> None:
+        await self.at(at)
+        node = await asyncio.to_thread(cluster.kafka.active_controller)
+        await asyncio.to_thread(cluster.kill_and_restart, node, self.plan.node_down_s)
+        self.faults["node_sigkill_active_controller"] += 1
+
+    async def rolling_restart(self, cluster: FaultyCluster, at: float) -> None:
+        await self.at(at)
+        for node in list(cluster.kafka.nodes):
+            await asyncio.to_thread(node.restart)
+            self.faults["node_restart_rolling"] += 1
+
+    async def node_pause(self, cluster: FaultyCluster, topics: Topics, at: float, seconds: float) -> None:
+        await self.at(at)
+        node = await asyncio.to_thread(cluster.kafka.partition_leader, topics.decisions, 0)
+        node.pause()
+        self.faults["node_sigstop"] += 1
+        await asyncio.sleep(seconds)
+        node.resume()
+
+    async def supervise(self, broker: FaultyBroker | FaultyCluster, workers: list[WorkerProcess]) -> None:
         """Restart a worker that exited on its own (as Kubernetes would), and note it; sample memory."""
         while True:
             for w in workers:
@@ -342,8 +380,19 @@ async def run(plan: Plan, workdir: Path) -> Report:
         if plan.storage == "s3":
             moto = stack.enter_context(MotoS3(workdir / "moto.log"))
             storage, env = f"s3://{S3_BUCKET}/", moto.broker_env()
-        broker = stack.enter_context(FaultyBroker(storage, env))
-        topics, _ = await create_topics(broker.bootstrap, prefix, work_partitions=plan.partitions)
+        broker: FaultyBroker | FaultyCluster
+        if plan.broker == "apache":
+            broker = cluster = stack.enter_context(FaultyCluster())
+            topics = Topics(prefix)
+            await ensure_topics(
+                broker.bootstrap,
+                topics,
+                work_partitions=plan.partitions,
+                replication_factor=cluster.kafka.node_count,
+            )
+        else:
+            broker = stack.enter_context(FaultyBroker(storage, env))
+            topics, _ = await create_topics(broker.bootstrap, prefix, work_partitions=plan.partitions)
         workers = [
             WorkerProcess(broker.bootstrap, prefix, f"{prefix}scheduler", f"w{i}", workdir)
             for i in range(plan.workers)
@@ -374,6 +423,15 @@ async def run(plan: Plan, workdir: Path) -> Report:
                     tasks.append(state.broker_restarts(broker))
                 if plan.worker_pause:
                     tasks.append(state.worker_pause(workers[0], *plan.worker_pause))
+                if isinstance(broker, FaultyCluster):
+                    if plan.leader_kill is not None:
+                        tasks.append(state.leader_kill(broker, topics, plan.leader_kill))
+                    if plan.controller_kill is not None:
+                        tasks.append(state.controller_kill(broker, plan.controller_kill))
+                    if plan.rolling_restart is not None:
+                        tasks.append(state.rolling_restart(broker, plan.rolling_restart))
+                    if plan.node_pause is not None:
+                        tasks.append(state.node_pause(broker, topics, *plan.node_pause))
                 faults = asyncio.gather(*tasks)
                 while state.elapsed() < plan.seconds:
                     await driver.send(model.next_changes())

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from fleetplace.services.scheduler.worker import SchedulerWorker
 from fleetplace.shared.bus.codec import decode_object, encode_json
-from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
-from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.settings import KafkaSettings, Settings
+from tests.bus_harness import BusHarness, running_worker
 
 G = "cluster.open-cluster-management.io"
 TOPIC_OF = {
@@ -43,59 +41,39 @@ def settings_for(bootstrap: str, prefix: str, **extra: Any) -> Settings:
     )
 
 
-class Bus:
+class Bus(BusHarness):
     """A producer for test inputs and a reader of everything the workers publish."""
 
     def __init__(self, bootstrap: str, topics: Topics) -> None:
-        self.bootstrap = bootstrap
-        self.topics = topics
+        super().__init__(bootstrap, topics)
         self.decisions: list[dict[str, Any]] = []
         self.deadletters: list[dict[str, Any]] = []
-        self._producer: Any = None
-        self._reader: BroadcastReader | None = None
-        self._task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> Bus:
-        self._producer = make_producer(self.bootstrap)
-        await start_client(self._producer)
-        self._reader = BroadcastReader(self.bootstrap, [self.topics.decisions, self.topics.deadletter])
-        await self._reader.start()
-        self._task = asyncio.create_task(self._read())
-        return self
+    def read_topics(self) -> list[str]:
+        return [self.topics.decisions, self.topics.deadletter]
 
-    async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        if self._reader is not None:
-            await self._reader.stop()
-        await self._producer.stop()
+    def on_record(self, record: Record) -> None:
+        value = decode_object(record.value)
+        if value is None:
+            return
+        if record.topic == self.topics.decisions:
+            self.decisions.append(value)
+        else:
+            self.deadletters.append(value)
 
-    async def _read(self) -> None:
-        assert self._reader is not None
-        while True:
-            batch = await self._reader.poll()
-            for r in batch.records:
-                value = decode_object(r.value)
-                if value is None:
-                    continue
-                if r.topic == self.topics.decisions:
-                    self.decisions.append(value)
-                else:
-                    self.deadletters.append(value)
+    def describe(self) -> str:
+        return f"decisions: {self.latest()}"
 
     async def publish(self, *objects: dict[str, Any]) -> None:
-        await send_all(
-            self._producer,
+        await self.send_records(
             [
                 OutgoingRecord(self.topics.name(TOPIC_OF[o["kind"]]), key_of(o), encode_json(o))
                 for o in objects
-            ],
+            ]
         )
 
     async def send(self, topic: str, key: str | bytes | None, value: bytes | None) -> None:
-        await send_all(self._producer, [OutgoingRecord(self.topics.name(topic), key, value)])
+        await self.send_raw(topic, key, value)
 
     async def delete(self, kind: str, key: str) -> None:
         await self.send(TOPIC_OF[kind], key, None)
@@ -110,32 +88,12 @@ class Bus:
                 out[d["placement"]] = d
         return out
 
-    async def wait_for(
-        self, check: Callable[[], bool], timeout: float = 30.0, what: str = "condition"
-    ) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; decisions: {self.latest()}")
-            await asyncio.sleep(0.05)
-
 
 @contextlib.asynccontextmanager
 async def running(settings: Settings, instance: str = "scheduler") -> AsyncIterator[SchedulerWorker]:
     worker = SchedulerWorker(settings, instance=instance)
-    task = asyncio.create_task(worker.run())
-    try:
-        deadline = time.monotonic() + 30
-        while not worker.ready:
-            if task.done():
-                task.result()
-            if time.monotonic() > deadline:
-                raise AssertionError("worker never became ready")
-            await asyncio.sleep(0.05)
+    async with running_worker(worker, lambda: worker.ready):
         yield worker
-    finally:
-        worker.stop()
-        await asyncio.wait_for(task, 30)
 
 
 def cluster(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -13,11 +12,11 @@ from aiohttp import web
 
 from fleetplace.services.http import bind
 from fleetplace.services.scores.worker import ScoreWorker
-from fleetplace.shared.bus.codec import decode_object, encode_json
-from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
-from fleetplace.shared.bus.records import OutgoingRecord
+from fleetplace.shared.bus.codec import decode_object
+from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.settings import KafkaSettings, Settings
+from tests.bus_harness import BusHarness, running_worker
 from tests.scoring.builders import vector_answer
 
 
@@ -69,56 +68,34 @@ def settings_for(bootstrap: str, prefix: str, **extra: Any) -> Settings:
     )
 
 
-class Outputs:
+class Outputs(BusHarness):
     """Every record on scores, score-source-status and deadletter, in order, as (key, value)."""
 
     def __init__(self, bootstrap: str, topics: Topics) -> None:
-        self.bootstrap = bootstrap
-        self.topics = topics
+        super().__init__(bootstrap, topics)
         self.scores: list[tuple[str, dict[str, Any] | None]] = []
         self.status: list[tuple[str, dict[str, Any] | None]] = []
         self.deadletters: list[dict[str, Any]] = []
-        self._producer: Any = None
-        self._reader: BroadcastReader | None = None
-        self._task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> Outputs:
-        self._producer = make_producer(self.bootstrap)
-        await start_client(self._producer)
+    def read_topics(self) -> list[str]:
         t = self.topics
-        self._reader = BroadcastReader(self.bootstrap, [t.scores, t.score_source_status, t.deadletter])
-        await self._reader.start()
-        self._task = asyncio.create_task(self._read())
-        return self
+        return [t.scores, t.score_source_status, t.deadletter]
 
-    async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        if self._reader is not None:
-            await self._reader.stop()
-        await self._producer.stop()
+    def on_record(self, record: Record) -> None:
+        value = decode_object(record.value)
+        key = str(record.key)
+        if record.topic == self.topics.scores:
+            self.scores.append((key, value))
+        elif record.topic == self.topics.score_source_status:
+            self.status.append((key, value))
+        elif value is not None:
+            self.deadletters.append(value)
 
-    async def _read(self) -> None:
-        assert self._reader is not None
-        while True:
-            for r in (await self._reader.poll()).records:
-                value = decode_object(r.value)
-                key = str(r.key)
-                if r.topic == self.topics.scores:
-                    self.scores.append((key, value))
-                elif r.topic == self.topics.score_source_status:
-                    self.status.append((key, value))
-                elif value is not None:
-                    self.deadletters.append(value)
+    def describe(self) -> str:
+        return f"status: {self.status[-3:]}"
 
     async def send(self, topic: str, key: str, value: dict[str, Any] | None) -> None:
-        record = OutgoingRecord(self.topics.name(topic), key, None if value is None else encode_json(value))
-        await send_all(self._producer, [record])
-
-    async def send_raw(self, topic: str, key: str | None, value: bytes | None) -> None:
-        await send_all(self._producer, [OutgoingRecord(self.topics.name(topic), key, value)])
+        await self.send_json(topic, key, value)
 
     async def publish_source(self, doc: dict[str, Any]) -> None:
         await self.send("score-sources", f"{doc['metadata']['namespace']}/{doc['metadata']['name']}", doc)
@@ -126,32 +103,19 @@ class Outputs:
     def statuses(self, key: str) -> list[dict[str, Any]]:
         return [v for k, v in self.status if k == key and v is not None]
 
-    async def wait_for(self, check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; status: {self.status[-3:]}")
-            await asyncio.sleep(0.05)
+    async def wait_for(
+        self, check: Callable[[], bool], what: str = "condition", timeout: float = 30.0
+    ) -> None:
+        await super().wait_for(check, timeout, what)
 
 
 @contextlib.asynccontextmanager
 async def running(settings: Settings, instance: str = "scores") -> AsyncIterator[ScoreWorker]:
     worker = ScoreWorker(settings, instance=instance)
-    task = asyncio.create_task(worker.run())
-    try:
-        deadline = time.monotonic() + 30
-        while not worker.runtime.ready:
-            if task.done():
-                task.result()
-            if time.monotonic() > deadline:
-                raise AssertionError("score worker never became ready")
-            await asyncio.sleep(0.05)
+    # a graceful stop finishes the evaluation in flight and leaves the group: on a loaded machine
+    # that has taken longer than 30 s once
+    async with running_worker(worker, lambda: worker.runtime.ready, what="score worker", stop_timeout_s=90):
         yield worker
-    finally:
-        worker.stop()
-        # a graceful stop finishes the evaluation in flight and leaves the group: on a loaded
-        # machine that has taken longer than 30 s once
-        await asyncio.wait_for(task, 90)
 
 
 def metric(worker: ScoreWorker, name: str, **labels: str) -> float:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from aiokafka.errors import KafkaError
 
 from fleetplace.shared.bus.topics import Topics, partition_for_key, spec
+from fleetplace.shared.testing import BrokerKind
 from tests.scores.harness import Outputs, QueryServer, metric, running, settings_for
 from tests.scoring.builders import source_doc
 
@@ -188,7 +190,7 @@ async def test_instances_share_the_sources_by_key_and_take_over_when_one_stops(
 
 
 async def test_records_that_are_not_sources_are_dead_lettered_and_the_good_one_between_them_runs(
-    broker: str, topics: Topics
+    broker: str, broker_kind: BrokerKind, topics: Topics
 ) -> None:
     async with (
         QueryServer() as prom,
@@ -204,6 +206,12 @@ async def test_records_that_are_not_sources_are_dead_lettered_and_the_good_one_b
             ("scores/other-name", orjson.dumps(source_doc("e", url=prom.url))),
             ("scores/f", orjson.dumps({**source_doc("f", url=prom.url), "kind": "Placement"})),
         ]
+        if broker_kind == "apache":
+            # Apache Kafka refuses a record without a key on a compacted topic (the embedded broker
+            # takes it): it never reaches the worker
+            with pytest.raises(KafkaError):
+                await out.send_raw("score-sources", None, hostile[3][1])
+            hostile = [(key, value) for key, value in hostile if key is not None]
         for key, value in hostile[:3]:
             await out.send_raw("score-sources", key, value)
         await out.publish_source(source_doc(url=prom.url, interval="1s"))
