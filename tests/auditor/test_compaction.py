@@ -20,7 +20,7 @@ from fleetplace.shared.bus.topics import Topics, ensure_topics, spec
 from tests.apache_fixture import apache_kafka_bootstrap as apache_kafka_bootstrap
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement, running, settings_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.apache]
 
 # The cleaner compacts a rolled segment as soon as it looks (every 0.5 s: tests/apache_fixture.py).
 FAST_COMPACTION = {

@@ -47,13 +47,14 @@ def test_transactional_ids_name_the_group_and_the_input_partition() -> None:
     )
 
 
-async def test_auto_falls_back_to_at_least_once_on_the_embedded_broker(broker: str) -> None:
+async def test_auto_falls_back_to_at_least_once_on_the_embedded_broker(embedded_broker: str) -> None:
     """The embedded broker grants no producer ids: the probe says so and the plain path runs."""
-    delivery = await probe_delivery(KafkaSettings(bootstrap_servers=broker), probe_id="test.probe")
+    delivery = await probe_delivery(KafkaSettings(bootstrap_servers=embedded_broker), probe_id="test.probe")
     assert (delivery.transactions, delivery.idempotence, delivery.mode) == (False, False, "at-least-once")
     assert "idempotent producer refused" in delivery.reason
 
 
+@pytest.mark.apache
 async def test_auto_finds_transactions_on_apache_kafka(apache_kafka_bootstrap: str) -> None:
     delivery = await probe_delivery(
         KafkaSettings(bootstrap_servers=apache_kafka_bootstrap), probe_id="t.probe"
@@ -61,6 +62,7 @@ async def test_auto_finds_transactions_on_apache_kafka(apache_kafka_bootstrap: s
     assert (delivery.transactions, delivery.idempotence, delivery.mode) == (True, True, "exactly-once")
 
 
+@pytest.mark.apache
 async def test_false_keeps_the_plain_path_on_apache_kafka(apache_kafka_bootstrap: str) -> None:
     kafka = KafkaSettings(bootstrap_servers=apache_kafka_bootstrap, transactions="false")
     sink = await make_sink(kafka, group_id="t-plain")
@@ -77,6 +79,7 @@ async def _committed_values(bootstrap: str, topic: str) -> list[bytes]:
         return [r.value or b"" for r in await reader.read_to_end(timeout=30)]
 
 
+@pytest.mark.apache
 async def test_a_fenced_instance_makes_nothing_visible_and_commits_no_offset(
     apache_kafka_bootstrap: str, topic_prefix: str
 ) -> None:
@@ -120,6 +123,7 @@ async def test_a_fenced_instance_makes_nothing_visible_and_commits_no_offset(
     assert offsets[TopicPartition(*source)].offset == 7
 
 
+@pytest.mark.apache
 async def test_an_aborted_transaction_is_invisible_to_every_reader(
     apache_kafka_bootstrap: str, topic_prefix: str
 ) -> None:

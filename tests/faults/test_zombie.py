@@ -31,7 +31,7 @@ from tests.apache_fixture import apache_kafka_bootstrap as apache_kafka_bootstra
 from tests.faults.processes import WorkerProcess
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement
 
-pytestmark = [pytest.mark.integration, pytest.mark.faults]
+pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.apache]
 
 PLACEMENTS = [f"p{i}" for i in range(6)]
 GOLD = [{"requiredClusterSelector": {"labelSelector": {"matchLabels": {"tier": "gold"}}}}]

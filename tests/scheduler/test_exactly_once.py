@@ -11,7 +11,7 @@ from fleetplace.shared.bus.topics import Topics, ensure_topics
 from tests.apache_fixture import apache_kafka_bootstrap as apache_kafka_bootstrap
 from tests.scheduler.harness import Bus, base_fleet, cluster, placement, running, settings_for
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.apache]
 
 PARTITIONS = 3
 
