@@ -7,6 +7,7 @@ others "not reproducible: inputs compacted" (exit status 3), never a mismatch.""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -132,6 +133,14 @@ async def test_a_worker_after_compaction_builds_the_same_state_and_the_audit_tel
     latest = {d["placement"]: d["seq"] for d in bus.decisions}
     assert not {(c.placement, c.seq) for c in report.compacted} & set(latest.items())
 
+    figures = {
+        "scenario": "audit-over-compaction",
+        "checked": report.checked,
+        "reproduced": report.reproduced,
+        "inputs_compacted": len(report.compacted),
+        "mismatched": len(report.mismatches),
+    }
+    print(json.dumps(figures))
     command = ["audit", "--bootstrap", bootstrap, "--prefix", topics.prefix]
     result = await asyncio.to_thread(CliRunner().invoke, _cli(), command)
     assert result.exit_code == INPUTS_COMPACTED_EXIT, result.output
