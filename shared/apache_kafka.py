@@ -308,9 +308,7 @@ class KafkaNode:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        # The group may hold nothing else (the JVM forks no helpers), but make sure.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+        # Nothing is signalled once the process is reaped: its PID may belong to another by then.
         self._process = None
         return int(process.returncode)
 
