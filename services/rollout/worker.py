@@ -4,8 +4,9 @@ Sources: `placement-decisions` read whole by every instance (a global table), an
 `rollout-status` and `rollout-decisions` through a consumer group with the range assignor, which
 gives one instance the same partition number of every one of these co-partitioned topics: a
 rollout, its reports and its own diffs. Sinks: `rollout-decisions` (the log, and the checkpoint)
-and `rollout-state` (the current state, compacted). No offsets are committed: on assignment the
-partitions are read from the beginning, and once caught up every owned rollout is re-evaluated
+and `rollout-state` (the current state, compacted), in exactly-once mode one transaction per
+rollout partition with the offsets read there; the worker never starts from them: on assignment
+the partitions are read from the beginning, and once caught up every owned rollout is re-evaluated
 and only what differs from its last diff is published.
 """
 

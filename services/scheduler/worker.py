@@ -3,10 +3,12 @@
 Sources: a global-table reader over clusters, taints, scores, clustersets, clustersetbindings and
 decisions (every instance reads all of it), plus `placements` through a consumer group (an
 instance owns the placements of its partitions). Sink: `decisions` (the audit log and the
-checkpoint) and `placement-decisions` (current state). No offsets are committed: after a restart
-the placements are re-read from the beginning, after a rebalance those of the partitions new to
-the instance (one it owned before is read on from where it stopped), and only what differs from
-the last published decision is published.
+checkpoint) and `placement-decisions` (current state), through the runtime's delivery sink (in
+exactly-once mode one transaction per `placements` partition, with the offset read there; the
+worker never starts from committed offsets). After a restart the placements are re-read from
+the beginning, after a rebalance those of the partitions new to the instance (one it owned before
+is read on from where it stopped), and only what differs from the last published decision is
+published.
 """
 
 from __future__ import annotations
