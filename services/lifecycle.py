@@ -9,7 +9,8 @@ the hooks of `WorkerLogic`:
     outgoing ← on_records(records)      every poll of the group consumer (also an empty one), with
                                         the records already fetched behind it if `coalesce_records`
     on_turn(turn)                       once per turn: timers, evaluation; may publish itself
-    publish turn.outgoing, then commit turn.commits (offsets only after the acknowledgement)
+    publish turn.outgoing and turn.outputs, then commit turn.commits (offsets only after the
+    acknowledgement; in exactly-once mode the outputs' offsets commit in their transactions)
 
 A turn is one answer of either source: the two are polled concurrently and whichever answers
 first is handled at once (waiting for both would hold a fleet change until the group poll times
@@ -35,6 +36,7 @@ from aiokafka import ConsumerRebalanceListener, TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
+from fleetplace.shared.bus.delivery import Output, OutputFencedError, OutputSink, make_sink
 from fleetplace.shared.bus.envelope import parse_time
 from fleetplace.shared.bus.health import BrokerWatch
 from fleetplace.shared.bus.kafka import (
@@ -42,7 +44,6 @@ from fleetplace.shared.bus.kafka import (
     Batch,
     BroadcastReader,
     make_consumer,
-    make_producer,
     partitions_of,
     poll,
     send_all,
@@ -95,10 +96,13 @@ class Clock:
 
 @dataclass
 class Turn:
-    """What one turn publishes: `outgoing` is sent at its end, then `commits` are committed."""
+    """What one turn publishes: `outgoing` (records of no input partition: dead letters) and
+    `outputs` (records computed from one input partition, with its offsets) are sent at its end,
+    then `commits` are committed (in exactly-once mode the outputs' offsets commit with them)."""
 
     outgoing: list[OutgoingRecord] = field(default_factory=list)
     commits: dict[TopicPartition, int] = field(default_factory=dict)
+    outputs: list[Output] = field(default_factory=list)
 
     def take(self) -> list[OutgoingRecord]:
         """The records so far, for a hook that sends them itself (alongside its own)."""
@@ -133,6 +137,12 @@ class Topology:
     coalesce_records: int = 0
     group_options: Mapping[str, Any] = field(default_factory=dict)
     producer_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        """The group topic whose partitions name a transaction (docs/deployment.md#delivery):
+        co-partitioned group topics share its partition numbers."""
+        return self.group[0]
 
 
 class WorkerLogic(Protocol):
@@ -185,6 +195,32 @@ class PartitionOwnership(ConsumerRebalanceListener):  # type: ignore[misc]
         await self._assign({(tp.topic, tp.partition) for tp in assigned})
 
 
+class SinkOwnership(ConsumerRebalanceListener):  # type: ignore[misc]
+    """The sink follows the group: on revocation the worker finishes its part first (`inner`), then
+    the sink closes the partitions' transactional producers; on assignment the sink opens them
+    (fencing their last owners) before the worker takes the partitions over."""
+
+    def __init__(self, runtime: WorkerRuntime, inner: Any) -> None:
+        self._runtime = runtime
+        self._inner = inner
+
+    def _sources(self, tps: Any) -> set[TP]:
+        source = self._runtime.topology.source
+        return {(tp.topic, tp.partition) for tp in tps if tp.topic == source}
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        if self._inner is not None:
+            await self._inner.on_partitions_revoked(revoked)
+        if self._runtime.sink is not None:
+            await self._runtime.sink.release(self._sources(revoked))
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        if self._runtime.sink is not None:
+            await self._runtime.sink.own(self._sources(assigned))
+        if self._inner is not None:
+            await self._inner.on_partitions_assigned(assigned)
+
+
 class WorkerRuntime:
     """Runs a `WorkerLogic` on the bus. `await runtime.run()` until `runtime.stop()` or a signal."""
 
@@ -225,6 +261,7 @@ class WorkerRuntime:
         self.connected.set(1)
         self.broker_connected = True
         self.producer: Any = None
+        self.sink: OutputSink | None = None
         self.reader: Any = None
         self.group: Any = None
         self.group_partitions: list[TP] = []  # of the group topics, known once the group client started
@@ -262,8 +299,8 @@ class WorkerRuntime:
         await self.http.start()
         tasks: list[asyncio.Task[None]] = []
         try:
-            self.producer = make_producer(kafka, **top.producer_options)
-            await start_client(self.producer)
+            self.sink = await make_sink(kafka, group_id=top.group_id, **top.producer_options)
+            self.producer = self.sink.producer
             self.reader = BroadcastReader(
                 kafka, top.broadcast, prefix=self.settings.topic_prefix, max_records=top.broadcast_max_records
             )
@@ -296,7 +333,7 @@ class WorkerRuntime:
             log.info(f"{self.name} stopped", instance=self.instance, **self.logic.summary())
 
     def _subscribe(self) -> None:
-        self.group.subscribe(list(self.topology.group), listener=self.rebalance_listener)
+        self.group.subscribe(list(self.topology.group), listener=SinkOwnership(self, self.rebalance_listener))
         self.subscribed = True
 
     async def _close(self) -> None:
@@ -304,7 +341,7 @@ class WorkerRuntime:
         steps: list[tuple[str, Callable[[], Awaitable[None]]]] = []
         if self.http is not None:
             steps.append(("http", self.http.stop))
-        group, reader, producer = self.group, self.reader, self.producer
+        group, reader, sink = self.group, self.reader, self.sink
         if group is not None:
             if self.broker_connected and self.subscribed:
                 steps.append(
@@ -314,8 +351,8 @@ class WorkerRuntime:
                 steps.append(("group", lambda: stop_client(group)))
         if reader is not None:
             steps.append(("reader", reader.stop))
-        if producer is not None:
-            steps.append(("producer", lambda: stop_client(producer)))
+        if sink is not None:
+            steps.append(("producer", sink.stop))
         for what, step in steps:
             try:
                 await step()
@@ -384,10 +421,29 @@ class WorkerRuntime:
             batch.extend(more)
         return batch
 
+    def failpoint(self, name: str) -> None:
+        """Reach the failpoint `<worker>.<name>` (shared/failpoints.py): nothing unless a test set it."""
+        self._failpoint.reach(f"{self.failpoints}.{name}")
+
     async def publish(self, turn: Turn) -> None:
-        """Send the turn's records and wait for the acknowledgements, then commit its offsets."""
-        if turn.outgoing:
-            await send_all(self.producer, turn.take())
+        """Send the turn's records and wait for the acknowledgements, then commit its offsets; in
+        exactly-once mode each output commits with its offsets in its partition's transaction.
+        Outputs of partitions another instance owns now are not published: their offsets are not
+        committed either, so the owner computes them again."""
+        outputs, turn.outputs = turn.outputs, []
+        if self.sink is not None and self.sink.delivery.transactions:
+            turn.commits = {}  # the outputs carry them
+            try:
+                await self.sink.publish([Output(turn.take()), *outputs])
+            except OutputFencedError as exc:
+                log.warning("outputs of partitions another instance owns now not published", error=str(exc))
+                coordinator = getattr(self.group, "_coordinator", None)  # aiokafka's; no public rejoin
+                if coordinator is not None:
+                    coordinator.request_rejoin()
+            return
+        records = turn.take() + [r for output in outputs for r in output.records]
+        if records:
+            await send_all(self.producer, records)
         if turn.commits:
             self._failpoint.reach(f"{self.failpoints}.before-commit")
             await self.group.commit(turn.commits)

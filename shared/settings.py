@@ -26,6 +26,8 @@ SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 ClockSource = Literal["wall", "topic"]
 LogFormat = Literal["json", "console"]
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+# A broker capability a setting turns on, off, or leaves to a probe of the broker at start-up.
+Capability = Literal["auto", "true", "false"]
 
 SECRET_FIELDS = frozenset({"sasl_password", "debug_token"})
 _ERROR_TYPE = "invalid_setting"
@@ -96,9 +98,30 @@ class KafkaSettings(BaseSettings):
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
     # Idempotent producers: a retry after a lost acknowledgement (a broker restart) cannot write a
-    # record twice. Apache Kafka supports it: turn it on there. Off by default because the embedded
-    # broker does not (its producer start fails).
-    enable_idempotence: bool = False
+    # record twice. "auto": a worker probes the broker at start-up and uses them where it offers
+    # them (Apache Kafka does, the embedded broker does not); other tools use them only with "true".
+    enable_idempotence: Capability = "auto"
+    # Exactly-once output (docs/deployment.md#delivery): each evaluation's records and the input
+    # offsets it consumed commit in one transaction. "auto": probed at start-up, like idempotence.
+    transactions: Capability = "auto"
+
+    @field_validator("enable_idempotence", "transactions", mode="before")
+    @classmethod
+    def _capability(cls, value: Any) -> Any:
+        """A boolean, or a word an operator writes for one, as "true"/"false"."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, str):
+            word = value.strip().lower()
+            return {
+                "1": "true",
+                "yes": "true",
+                "on": "true",
+                "0": "false",
+                "no": "false",
+                "off": "false",
+            }.get(word, word)
+        return value
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -138,6 +161,17 @@ class Settings(BaseSettings):
 
     topic_prefix: str = "fleetplace."
     topic_replication_factor: int = Field(default=1, ge=1)
+    # Set by `topics create` on the compacted topics (docs/operations.md#compaction): how long a
+    # version is kept before the cleaner may drop it (the audit window), and a tombstone after.
+    topic_min_compaction_lag_ms: int = Field(default=7 * 24 * 3600 * 1000, ge=0)
+    topic_delete_retention_ms: int = Field(default=24 * 3600 * 1000, ge=0)
+
+    def compaction(self) -> dict[str, str]:
+        """The topic settings `topics create` gives the compacted topics."""
+        return {
+            "min.compaction.lag.ms": str(self.topic_min_compaction_lag_ms),
+            "delete.retention.ms": str(self.topic_delete_retention_ms),
+        }
 
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8080, ge=0, le=65535)

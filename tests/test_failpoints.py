@@ -14,6 +14,16 @@ def test_name_and_count_are_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Failpoint.from_env() == Failpoint("queues.before-commit", 1)
 
 
+def test_stop_is_parsed_and_anything_else_after_the_colon_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(ENV, "scheduler.before-publish@2:stop")
+    assert Failpoint.from_env() == Failpoint("scheduler.before-publish", 2, stop=True)
+    monkeypatch.setenv(ENV, "scheduler.before-publish:pause")
+    with pytest.raises(ValueError, match=ENV):
+        Failpoint.from_env()
+
+
 @pytest.mark.parametrize("value", ["x@three", "x@0", "x@-1"])
 def test_a_bad_count_names_the_variable(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(ENV, value)

@@ -93,7 +93,12 @@ def audit(
     `engine` must be the options the workers ran with (FLEETPLACE_PREFER_NO_SELECT): they are
     not recorded in the decisions. `jobs` > 1 checks contiguous stretches of the history in
     that many processes (same result, see `parallel`)."""
-    checker = Checker(placement, since, reasons=history.recorded_reasons(limits))
+    checker = Checker(
+        placement,
+        since,
+        reasons=history.recorded_reasons(limits),
+        compacted_inputs=lambda record: history.compacted_inputs(record.inputs),
+    )
     auditor = Auditor(history, limits, engine)
     with _collection_off():
         if not check_in_parallel(auditor, checker, jobs, progress):

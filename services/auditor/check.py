@@ -10,14 +10,14 @@ compared: `trigger` (which of several pending records happened to mark the place
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.services.auditor.replay import SourceReplay
-from fleetplace.services.auditor.report import AuditReport, Mismatch, Tally
+from fleetplace.services.auditor.report import AuditReport, InputsCompacted, Mismatch, Tally
 from fleetplace.services.scheduler.core import Trigger
 from fleetplace.shared.api.decisions import DECIDED, DecisionDiff
 from fleetplace.shared.api.ocm import Placement
@@ -201,6 +201,9 @@ class Checker:
     shared: SharedRuns | None = field(default_factory=SharedRuns)
     # (placement, seq) -> cluster -> the reason its SIG-MC slices recorded (History.recorded_reasons)
     reasons: Mapping[tuple[str, int], Mapping[str, str]] = field(default_factory=dict)
+    # the input partitions of a decision that miss records below its watermark
+    # (History.compacted_inputs): a decision that does not reproduce is then "inputs compacted"
+    compacted_inputs: Callable[[DecisionRecord], list[str]] | None = None
 
     def wanted_key(self, key: str) -> bool:
         return self.placement is None or key == self.placement
@@ -236,6 +239,20 @@ class Checker:
             report.reproduced += 1
             report.shared += recomputed.shared
             return
+        holed = self.compacted_inputs(record) if self.compacted_inputs is not None else []
+        if holed:
+            tally.compacted += 1
+            report.compacted.append(
+                InputsCompacted(
+                    placement=record.key,
+                    seq=record.seq,
+                    partition=record.partition,
+                    offset=record.offset,
+                    evaluated_at=record.evaluated_at,
+                    inputs=holed,
+                )
+            )
+            return
         reason, clusters, inputs = analyse(replay, record, recomputed, fields)
         report.mismatches.append(
             Mismatch(
@@ -266,6 +283,7 @@ class Checker:
         report.checked += other.checked
         report.reproduced += other.reproduced
         report.mismatches.extend(other.mismatches)
+        report.compacted.extend(other.compacted)
         report.warnings.extend(other.warnings)
         report.rebuilds += other.rebuilds
         report.shared += other.shared
@@ -273,3 +291,4 @@ class Checker:
             mine = report.per_placement.setdefault(key, Tally())
             mine.checked += tally.checked
             mine.reproduced += tally.reproduced
+            mine.compacted += tally.compacted

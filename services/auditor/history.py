@@ -38,6 +38,7 @@ from fleetplace.shared.bus.topics import (
     Topics,
     TopicState,
     describe_catalogue,
+    spec,
 )
 from fleetplace.shared.settings import KafkaSettings
 
@@ -319,15 +320,45 @@ class History:
         return self._by_seq.get((key, seq))
 
     def gaps(self) -> dict[TP, int]:
-        """Partitions whose offsets are not contiguous from 0: compaction or deletion removed
-        records, so older states cannot be rebuilt exactly. Value: the first missing offset."""
+        """Partitions whose records were removed, so older states cannot be rebuilt exactly: a
+        compacted topic whose offsets are not contiguous from 0, or any topic that does not start
+        at 0 (retention deleted its beginning). Inside a topic that is not compacted, a missing
+        offset is a transaction's commit marker, not a removed record. Value: the first missing
+        offset."""
         out: dict[TP, int] = {}
         for tp, offsets in self._offsets.items():
+            if offsets and offsets[0] != 0:
+                out[tp] = 0
+                continue
+            if not _compacted(tp[0]):
+                continue
             for i, offset in enumerate(offsets):
                 if offset != i:
                     out[tp] = i
                     break
         return out
+
+    def compacted_inputs(self, inputs: Iterable[tuple[str, int]]) -> list[str]:
+        """The partitions of a decision's `inputs` watermark ("<topic>/<partition>", next offset)
+        that miss records below it: compaction kept only a later version of some key there, so the
+        state at the watermark may no longer be rebuilt. Sorted; empty when every input is whole."""
+        holed: list[str] = []
+        for name, next_offset in inputs:
+            topic, _, partition = name.rpartition("/")
+            if not partition.isdigit() or not _compacted(topic):
+                continue
+            present = bisect.bisect_left(self._offsets.get((topic, int(partition)), []), next_offset)
+            if present < next_offset:
+                holed.append(name)
+        return sorted(holed)
+
+
+def _compacted(topic: str) -> bool:
+    """A catalogue topic created compacted (`topics create`); unknown names are not."""
+    try:
+        return spec(topic).compacted
+    except KeyError:
+        return False
 
 
 async def read_history(

@@ -65,7 +65,12 @@ def _check_stretch(slot: int, start: int, stop: int) -> AuditReport:
     fresh = _inherited.auditor
     auditor = Auditor(fresh.history, fresh.limits, fresh.engine, batches=fresh.batches)
     auditor.fast_forward(auditor.batches[:start])
-    checker = Checker(_inherited.placement, _inherited.since)
+    history = fresh.history
+    checker = Checker(
+        _inherited.placement,
+        _inherited.since,
+        compacted_inputs=lambda record: history.compacted_inputs(record.inputs),
+    )
     done = _inherited.done
 
     def walked(count: int, _total: int) -> None:

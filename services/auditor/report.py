@@ -52,6 +52,32 @@ class Mismatch:
 
 
 @dataclass
+class InputsCompacted:
+    """A decision that does not reproduce from what is left of its inputs: compaction removed
+    records below its watermark (`inputs`), so the state it was computed from no longer exists.
+    Not a mismatch: nothing says the decision was wrong (docs/audit.md#compacted-inputs)."""
+
+    placement: str
+    seq: int
+    partition: int
+    offset: int
+    evaluated_at: str
+    inputs: list[str]  # "<topic>/<partition>" missing records below the watermark
+
+    REASON = "not reproducible: inputs compacted"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "placement": self.placement,
+            "seq": self.seq,
+            "record": f"decisions/{self.partition}@{self.offset}",
+            "evaluatedAt": self.evaluated_at,
+            "reason": self.REASON,
+            "compactedInputs": self.inputs,
+        }
+
+
+@dataclass
 class SeqProblem:
     """A break of the seq contract: a seq missing, or published twice with different content."""
 
@@ -67,6 +93,7 @@ class SeqProblem:
 class Tally:
     checked: int = 0
     reproduced: int = 0
+    compacted: int = 0  # not reproducible: inputs compacted
 
 
 @dataclass
@@ -76,6 +103,7 @@ class AuditReport:
     checked: int = 0
     reproduced: int = 0
     mismatches: list[Mismatch] = field(default_factory=list)
+    compacted: list[InputsCompacted] = field(default_factory=list)
     invalid: list[InvalidDecision] = field(default_factory=list)
     seq_problems: list[SeqProblem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -87,6 +115,8 @@ class AuditReport:
 
     @property
     def ok(self) -> bool:
+        """Nothing that contradicts a published decision (decisions whose inputs were compacted
+        away are not counted against it: see `complete`)."""
         return (
             not self.mismatches
             and not self.invalid
@@ -94,6 +124,11 @@ class AuditReport:
             and not self.queues.mismatches
             and self.rollouts.ok
         )
+
+    @property
+    def complete(self) -> bool:
+        """`ok`, and every decision checked could be rebuilt from its inputs."""
+        return self.ok and not self.compacted
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,11 +139,13 @@ class AuditReport:
             "checked": self.checked,
             "reproduced": self.reproduced,
             "mismatched": len(self.mismatches),
+            "inputsCompacted": len(self.compacted),
             "perPlacement": {
-                k: {"checked": t.checked, "reproduced": t.reproduced}
+                k: {"checked": t.checked, "reproduced": t.reproduced, "inputsCompacted": t.compacted}
                 for k, t in sorted(self.per_placement.items())
             },
             "mismatches": [m.to_json() for m in self.mismatches],
+            "notReproducible": [c.to_json() for c in self.compacted],
             "invalidRecords": [
                 {"key": i.key, "record": f"decisions/{i.partition}@{i.offset}", "error": i.error}
                 for i in self.invalid

@@ -92,6 +92,11 @@ def _engine(settings: Settings, override: str | None) -> EngineOptions:
     return EngineOptions(prefer_no_select="penalize" if value == "penalize" else "ignore")
 
 
+# `fleetplace audit`: nothing contradicts a decision, but some could not be rebuilt because
+# compaction removed their inputs (docs/audit.md#compacted-inputs)
+INPUTS_COMPACTED_EXIT = 3
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(code)
@@ -156,17 +161,26 @@ def _load(settings: Settings, update: Callable[[str, int, int], None]) -> Histor
 
 def _print_report(report: AuditReport) -> None:
     console = table_console()
-    table = Table("placement", "checked", "reproduced", "mismatched", title="fleetplace audit")
+    table = Table(
+        "placement", "checked", "reproduced", "mismatched", "inputs compacted", title="fleetplace audit"
+    )
     for key, tally in sorted(report.per_placement.items()):
-        bad = tally.checked - tally.reproduced
-        table.add_row(key, str(tally.checked), str(tally.reproduced), f"[red]{bad}[/red]" if bad else "0")
+        bad = tally.checked - tally.reproduced - tally.compacted
+        table.add_row(
+            key,
+            str(tally.checked),
+            str(tally.reproduced),
+            f"[red]{bad}[/red]" if bad else "0",
+            f"[yellow]{tally.compacted}[/yellow]" if tally.compacted else "0",
+        )
     table.add_section()
-    bad = report.checked - report.reproduced
+    bad = len(report.mismatches)
     table.add_row(
         "[b]all[/b]",
         str(report.checked),
         str(report.reproduced),
         f"[red]{bad}[/red]" if bad else "0",
+        f"[yellow]{len(report.compacted)}[/yellow]" if report.compacted else "0",
     )
     console.print(table)
     shared = f", {report.shared} reproduced by an alike placement's run" if report.shared else ""
@@ -174,6 +188,11 @@ def _print_report(report: AuditReport) -> None:
     for m in report.mismatches:
         console.print(
             f"[red]✘[/red] {m.placement} seq {m.seq} ({m.evaluated_at}, decisions/{m.partition}@{m.offset}): {m.reason}"
+        )
+    for c in report.compacted:
+        console.print(
+            f"[yellow]?[/yellow] {c.placement} seq {c.seq} ({c.evaluated_at}, decisions/{c.partition}@{c.offset}): "
+            f"{c.REASON} ({', '.join(c.inputs)})"
         )
     for p in report.seq_problems:
         console.print(f"[red]✘[/red] {p.placement} seq {p.seq}: {p.problem}")
@@ -195,7 +214,14 @@ def _print_report(report: AuditReport) -> None:
     for u in queues.unreadable:
         console.print(f"[yellow]![/yellow] not verified: {u}")
     _print_rollouts(console, report.rollouts)
-    console.print("[green]every decision reproduces[/green]" if report.ok else "[red]audit failed[/red]")
+    if not report.ok:
+        console.print("[red]audit failed[/red]")
+    elif report.compacted:
+        console.print(
+            f"[yellow]every decision reproduces but {len(report.compacted)} whose inputs were compacted[/yellow]"
+        )
+    else:
+        console.print("[green]every decision reproduces[/green]")
 
 
 def _print_rollouts(console: Console, report: RolloutAuditReport) -> None:
@@ -246,7 +272,8 @@ def register(app: typer.Typer) -> None:
         bootstrap: Bootstrap = None,
         prefix: Prefix = None,
     ) -> None:
-        """Re-derive every published decision and rollout diff from the topics; exit 1 if any does not reproduce."""
+        """Re-derive every published decision and rollout diff from the topics; exit 1 if any does not
+        reproduce, 3 if all do except some whose inputs were compacted away."""
         out = _output(output, json_output)
         key = _placement_key("--placement", placement)
         since_t = _time("--since", since)
@@ -273,6 +300,8 @@ def register(app: typer.Typer) -> None:
             _write(report.to_json(), out)
         if not report.ok:
             raise typer.Exit(1)
+        if report.compacted:
+            raise typer.Exit(INPUTS_COMPACTED_EXIT)
 
     @app.command("explain")
     def explain_command(

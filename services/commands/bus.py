@@ -248,6 +248,7 @@ def register(app: typer.Typer) -> None:
                     topics,
                     work_partitions=partitions,
                     replication_factor=replication_factor or settings.topic_replication_factor,
+                    compaction=settings.compaction(),
                 )
             )
         except BusError as exc:

@@ -30,6 +30,7 @@ from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import Topology, Turn, WorkerRuntime, run_until_signalled
 from fleetplace.shared.api.queues import ApplicationSubmission
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
+from fleetplace.shared.bus.delivery import Output
 from fleetplace.shared.bus.envelope import dead_letter, format_time, new_envelope
 from fleetplace.shared.bus.errors import DecodeError
 from fleetplace.shared.bus.kafka import Batch
@@ -196,10 +197,10 @@ class QueueWorker:
         now = datetime.now(UTC)
         inputs = self.runtime.reader.watermark.inputs([self.topics.queue_configs, self.topics.app_placements])
         for record in records:
-            turn.commits[TopicPartition(record.topic, record.partition)] = record.offset + 1
-            turn.outgoing.extend(
-                self._place(record, now, {**inputs, f"applications/{record.partition}": record.offset + 1})
-            )
+            source, next_offset = (record.topic, record.partition), record.offset + 1
+            turn.commits[TopicPartition(*source)] = next_offset
+            placed = self._place(record, now, {**inputs, f"applications/{record.partition}": next_offset})
+            turn.outputs.append(Output(placed, source=source, offsets={source: next_offset}))
 
     async def on_turn(self, turn: Turn) -> None:
         return None  # no timers: an application is placed when it arrives

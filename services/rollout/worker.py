@@ -4,8 +4,9 @@ Sources: `placement-decisions` read whole by every instance (a global table), an
 `rollout-status` and `rollout-decisions` through a consumer group with the range assignor, which
 gives one instance the same partition number of every one of these co-partitioned topics: a
 rollout, its reports and its own diffs. Sinks: `rollout-decisions` (the log, and the checkpoint)
-and `rollout-state` (the current state, compacted). No offsets are committed: on assignment the
-partitions are read from the beginning, and once caught up every owned rollout is re-evaluated
+and `rollout-state` (the current state, compacted), in exactly-once mode one transaction per
+rollout partition with the offsets read there; the worker never starts from them: on assignment
+the partitions are read from the beginning, and once caught up every owned rollout is re-evaluated
 and only what differs from its last diff is published.
 """
 
@@ -33,6 +34,7 @@ from fleetplace.services.lifecycle import (
 from fleetplace.services.rollout.core import IGNORED_REASONS, RolloutChange, RolloutProcessor
 from fleetplace.services.rollout.ingest import ingest
 from fleetplace.shared.bus.codec import DecodedRecord, DecodeLimits, encode_json
+from fleetplace.shared.bus.delivery import Output, OutputFencedError
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
 from fleetplace.shared.bus.kafka import Batch, caught_up, send_all
 from fleetplace.shared.bus.records import OutgoingRecord, Record
@@ -250,7 +252,9 @@ class RolloutWorker:
         """Evaluate every marked rollout in slices, publishing each slice's diffs as it is done."""
         self.processor.tick(now)
         inputs = self._inputs() if self.processor.dirty else {}
-        sends = [asyncio.create_task(send_all(self.producer, outgoing))] if outgoing else []
+        sends: list[asyncio.Task[Any]] = (
+            [asyncio.create_task(send_all(self.producer, outgoing))] if outgoing else []
+        )
         self._inflight = sends
         try:
             while self.processor.dirty and self._caught_up:
@@ -258,14 +262,41 @@ class RolloutWorker:
                 changes = self.processor.evaluate(now, inputs, limit=EVALUATION_SLICE)
                 self.metrics.evaluations.inc(n)
                 if changes:
-                    sends.append(
-                        asyncio.create_task(send_all(self.producer, self._diff_records(changes, now)))
-                    )
+                    sends.append(asyncio.create_task(self._publish(changes, now)))
                 await asyncio.sleep(0)
             await asyncio.gather(*sends)
         finally:
             for task in sends:
                 task.cancel()
+
+    async def _publish(self, changes: list[RolloutChange], now: datetime) -> None:
+        """A slice's diffs, as one output per rollout partition with the offsets read there (in
+        exactly-once mode one transaction each). A partition another instance has fenced this one
+        out of is given up at once (its rollouts forgotten, their unpublished diffs with them), and
+        the instance rejoins its group."""
+        by_partition: dict[int, list[RolloutChange]] = {}
+        for change in changes:
+            partition = rollout_partition(change.diff["rollout"], self._partitions)
+            by_partition.setdefault(partition, []).append(change)
+        outputs = []
+        for partition, mine in sorted(by_partition.items()):
+            offsets = {
+                (self.topics.name(t), partition): self._next[f"{t}/{partition}"]
+                for t in GROUP_TOPICS
+                if f"{t}/{partition}" in self._next
+            }
+            source = (self.topics.rollouts, partition)
+            outputs.append(Output(self._diff_records(mine, now), source=source, offsets=offsets))
+        sink = self.runtime.sink
+        assert sink is not None, "the runtime starts its sink before the first turn"
+        try:
+            await sink.publish(outputs)
+        except OutputFencedError as exc:
+            log.warning("fenced out of partitions; rejoining the group", error=str(exc))
+            self._revoke(set(exc.partitions))
+            coordinator = getattr(self.runtime.group, "_coordinator", None)  # aiokafka's; no public rejoin
+            if coordinator is not None:
+                coordinator.request_rejoin()
 
     def _diff_records(self, changes: list[RolloutChange], now: datetime) -> list[OutgoingRecord]:
         out: list[OutgoingRecord] = []

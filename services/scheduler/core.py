@@ -893,6 +893,11 @@ class SchedulerProcessor:
             else:
                 self.engine.set_decision(key, before.decisions)
 
+    def give_back(self, pendings: Mapping[str, Pending]) -> None:
+        """Undo `take_pending` for diffs whose records were not published after all (another
+        instance fenced their transaction), so that `withdraw` can take them back."""
+        self._pending.update(pendings)
+
     # ---- views ----------------------------------------------------------------------------
     def take_pending(self, key: str) -> Pending | None:
         """What the diff `evaluate` just returned for `key` replaced, and its reasons; once."""

@@ -4,10 +4,12 @@ Sources: a global-table reader over clusters, taints, scores, clustersets, clust
 decisions (every instance reads all of it; with the SIG-MC output on, its slices too), plus
 `placements` through a consumer group (an instance owns the placements of its partitions). Sink:
 `decisions` (the audit log and the checkpoint), `placement-decisions` (current state) and, with
-the SIG-MC output on, `sigmc-placement-decisions`. No offsets are committed: after a restart
-the placements are re-read from the beginning, after a rebalance those of the partitions new to
-the instance (one it owned before is read on from where it stopped), and only what differs from
-the last published decision is published.
+the SIG-MC output on, `sigmc-placement-decisions`, through the runtime's delivery sink (in
+exactly-once mode one transaction per `placements` partition, with the offset read there; the
+worker never starts from committed offsets). After a restart the placements are re-read from
+the beginning, after a rebalance those of the partitions new to the instance (one it owned before
+is read on from where it stopped), and only what differs from the last published decision is
+published.
 """
 
 from __future__ import annotations
@@ -33,11 +35,12 @@ from fleetplace.services.lifecycle import (
     heartbeat_interval_ms,
     run_until_signalled,
 )
-from fleetplace.services.scheduler.core import SchedulerOptions, SchedulerProcessor
+from fleetplace.services.scheduler.core import Pending, SchedulerOptions, SchedulerProcessor
 from fleetplace.services.scheduler.ingest import ingest
 from fleetplace.shared.bus.codec import DecodedRecord, DecodeLimits, encode_json
+from fleetplace.shared.bus.delivery import Output, OutputFencedError
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
-from fleetplace.shared.bus.kafka import Batch, BroadcastReader, caught_up, send_all
+from fleetplace.shared.bus.kafka import Batch, BroadcastReader, caught_up, partition_for_key, send_all
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.logging import get_logger
@@ -133,6 +136,15 @@ class _Metrics:
             "(evaluation pauses while any is)",
             registry=registry,
         )
+
+
+class _Stamps:
+    """The CloudEvents headers of one slice's records, by output topic."""
+
+    def __init__(self, source: str, now: datetime) -> None:
+        self.diff = HeaderStamp("io.fleetplace.decisions", source, now)
+        self.current = HeaderStamp("io.fleetplace.placement-decisions", source, now)
+        self.sigmc = HeaderStamp("io.fleetplace.sigmc-placement-decisions", source, now)
 
 
 class SchedulerWorker:
@@ -454,7 +466,9 @@ class SchedulerWorker:
         """
         self.processor.tick(now)
         inputs = self._inputs(reader) if self.processor.dirty else {}
-        sends = [asyncio.create_task(send_all(self.producer, outgoing))] if outgoing else []
+        sends: list[asyncio.Task[Any]] = (
+            [asyncio.create_task(send_all(self.producer, outgoing))] if outgoing else []
+        )
         self._inflight = sends
         try:
             while (
@@ -482,7 +496,7 @@ class SchedulerWorker:
                         self.processor.withdraw([d["placement"] for d in diffs])
                         log.warning("diffs computed across a standstill taken back", placements=len(diffs))
                         break
-                    send = asyncio.create_task(send_all(self.producer, self._diff_records(diffs, now)))
+                    send = asyncio.create_task(self._publish(diffs, now))
                     sends.append(send)
                     # acknowledged before the next slice is computed: records left in the producer
                     # while a slice is evaluated (the loop cannot send meanwhile) would go out after
@@ -494,36 +508,85 @@ class SchedulerWorker:
             for task in sends:
                 task.cancel()
 
-    def _diff_records(self, diffs: list[dict[str, Any]], now: datetime) -> list[OutgoingRecord]:
-        out: list[OutgoingRecord] = []
-        diff_stamp = HeaderStamp("io.fleetplace.decisions", self.source, now)
-        current_stamp = HeaderStamp("io.fleetplace.placement-decisions", self.source, now)
-        sigmc_stamp = HeaderStamp("io.fleetplace.sigmc-placement-decisions", self.source, now)
+    def _source(self, key: str) -> tuple[str, int]:
+        """The `placements` partition a placement's outputs belong to (its decisions are
+        co-partitioned): the one it was read from, else where its key lands."""
+        partition = self._placement_partition.get(key)
+        if partition is None:
+            count = sum(1 for t, _ in self.runtime.group_partitions if t == self.topics.placements)
+            partition = partition_for_key(key, max(count, 1))
+        return self.topics.placements, partition
+
+    async def _publish(self, diffs: list[dict[str, Any]], now: datetime) -> None:
+        """A slice's diffs, as one output per `placements` partition with the offset read there (in
+        exactly-once mode one transaction each). Diffs of partitions another instance has fenced
+        this one out of are taken back, and the instance rejoins its group before publishing more."""
+        stamps = _Stamps(self.source, now)
+        outputs: dict[tuple[str, int], Output] = {}
+        pendings: dict[tuple[str, int], dict[str, Pending]] = {}
         for diff in diffs:
             key = diff["placement"]
-            seq = int(diff["seq"])
-            out.append(OutgoingRecord(self.topics.decisions, key, encode_json(diff), diff_stamp.headers(seq)))
+            source = self._source(key)
+            output = outputs.get(source)
+            if output is None:
+                next_offset = self._placement_next.get(source[1])
+                offsets = {} if next_offset is None else {source: next_offset}
+                output = outputs[source] = Output([], source=source, offsets=offsets)
             pending = self.processor.take_pending(key)
-            current = self.processor.placement_decisions(key, pending.reasons if pending else None)
+            output.records.extend(self._diff_records(diff, pending, stamps))
+            if pending is not None:
+                pendings.setdefault(source, {})[key] = pending
+        fenced: set[tuple[str, int]] = set()
+        sink = self.runtime.sink
+        assert sink is not None, "the runtime starts its sink before the first turn"
+        self.runtime.failpoint("before-publish")
+        try:
+            await sink.publish(list(outputs.values()))
+        except OutputFencedError as exc:
+            fenced = set(exc.partitions)
+            taken_back = {k: p for tp in fenced for k, p in pendings.get(tp, {}).items()}
+            self.processor.give_back(taken_back)
+            self.processor.withdraw(taken_back)
+            self._fenced(exc)
+        published = sum(1 for d in diffs if self._source(d["placement"]) not in fenced)
+        self.metrics.diffs.inc(published)
+        self.published += published
+
+    def _fenced(self, exc: OutputFencedError) -> None:
+        """Another instance owns these partitions now: publish nothing until the group has
+        assigned this one its partitions again (as after a standstill, `_check_stall`)."""
+        log.warning("fenced out of partitions; rejoining the group before publishing", error=str(exc))
+        if not self._stalled:
+            self._stalled = True
+            coordinator = getattr(self._group, "_coordinator", None)  # aiokafka's; no public rejoin
+            if coordinator is not None:
+                coordinator.request_rejoin()
+
+    def _diff_records(
+        self, diff: dict[str, Any], pending: Pending | None, stamps: _Stamps
+    ) -> list[OutgoingRecord]:
+        """The records of one diff: the diff itself, the current decision, and the SIG-MC slices."""
+        key = diff["placement"]
+        seq = int(diff["seq"])
+        out = [OutgoingRecord(self.topics.decisions, key, encode_json(diff), stamps.diff.headers(seq))]
+        current = self.processor.placement_decisions(key, pending.reasons if pending else None)
+        out.append(
+            OutgoingRecord(
+                self.topics.placement_decisions,
+                key,
+                None if current is None else encode_json(current),
+                stamps.current.headers(seq),
+            )
+        )
+        for slice_key, value in self.processor.sigmc_changes(key, pending):
             out.append(
                 OutgoingRecord(
-                    self.topics.placement_decisions,
-                    key,
-                    None if current is None else encode_json(current),
-                    current_stamp.headers(seq),
+                    self.topics.sigmc_placement_decisions,
+                    slice_key,
+                    None if value is None else encode_json(value),
+                    stamps.sigmc.headers(seq),
                 )
             )
-            for slice_key, value in self.processor.sigmc_changes(key, pending):
-                out.append(
-                    OutgoingRecord(
-                        self.topics.sigmc_placement_decisions,
-                        slice_key,
-                        None if value is None else encode_json(value),
-                        sigmc_stamp.headers(seq),
-                    )
-                )
-        self.metrics.diffs.inc(len(diffs))
-        self.published += len(diffs)
         return out
 
     async def _debug(self, request: web.Request) -> web.Response:

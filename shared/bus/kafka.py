@@ -2,9 +2,11 @@
 
 Client settings follow kafka-local-broker.md: a short `fetch_max_wait_ms`
 (Tansu re-checks a long poll late), a short session timeout (Tansu holds a
-JoinGroup for sto/2), no idempotence or transactions (Tansu rejects aiokafka's
-InitProducerId v0), and never "latest" (ListOffsets LATEST is wrong on Tansu).
-The same settings are fine on Apache Kafka.
+JoinGroup for sto/2), no idempotence or transactions unless asked for (Tansu rejects aiokafka's
+InitProducerId v0; a worker probes, shared/bus/delivery.py), and never "latest" (ListOffsets
+LATEST is wrong on Tansu). Every consumer reads `read_committed`: records of a transaction that
+was aborted, or whose producer was fenced, are never seen (Tansu has no transactions, so there
+it reads everything). The same settings are fine on Apache Kafka.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ CONSUMER_DEFAULTS: Mapping[str, Any] = {
     "heartbeat_interval_ms": 1000,
     "auto_offset_reset": "earliest",
     "enable_auto_commit": False,
+    "isolation_level": "read_committed",
 }
 PRODUCER_DEFAULTS: Mapping[str, Any] = {
     "acks": "all",
@@ -85,8 +88,9 @@ def client_options(kafka: KafkaSettings | str) -> dict[str, Any]:
 
 def make_producer(kafka: KafkaSettings | str, **overrides: Any) -> Any:
     """An unstarted AIOKafkaProducer with the recommended settings (murmur2 default partitioner);
-    idempotent when `KAFKA_ENABLE_IDEMPOTENCE` is set."""
-    idempotence = {"enable_idempotence": True} if _as_settings(kafka).enable_idempotence else {}
+    idempotent when `KAFKA_ENABLE_IDEMPOTENCE=true` (a worker resolves "auto" by probing the broker,
+    shared/bus/delivery.py, and passes `enable_idempotence` itself)."""
+    idempotence = {"enable_idempotence": True} if _as_settings(kafka).enable_idempotence == "true" else {}
     return AIOKafkaProducer(**{**client_options(kafka), **PRODUCER_DEFAULTS, **idempotence, **overrides})
 
 
@@ -270,7 +274,8 @@ async def partitions_of(consumer: Any, topics: Iterable[str], timeout: float = 1
 async def true_end_offsets(
     kafka: KafkaSettings | str, tps: Sequence[TP], timeout: float = 10.0
 ) -> dict[TP, int]:
-    """High watermark per partition, read from a Fetch response (Tansu's ListOffsets LATEST is wrong)."""
+    """Where reading each partition ends (`readable_end`: the high watermark, or the last stable offset
+    while a transaction is open), from a Fetch response (Tansu's ListOffsets LATEST is wrong)."""
     if not tps:
         return {}
     consumer = make_consumer(kafka, fetch_max_wait_ms=50, max_partition_fetch_bytes=1)
@@ -280,11 +285,11 @@ async def true_end_offsets(
         consumer.assign(parts)
         await consumer.seek_to_end(*parts)  # lands at a valid offset <= the true end
         t0 = time.monotonic()
-        while any(consumer.highwater(tp) is None for tp in parts):
+        while any(readable_end(consumer, tp) is None for tp in parts):
             if time.monotonic() - t0 > timeout:
                 raise TimeoutError("no fetch response for every partition")
             await consumer.getmany(timeout_ms=50)
-        return {(tp.topic, tp.partition): int(consumer.highwater(tp)) for tp in parts}
+        return {(tp.topic, tp.partition): int(readable_end(consumer, tp) or 0) for tp in parts}
     finally:
         await consumer.stop()
 
@@ -297,10 +302,23 @@ async def caught_up(consumer: Any, tps: Iterable[TP]) -> bool:
     """
     for topic, partition in tps:
         tp = TopicPartition(topic, partition)
-        hw = consumer.highwater(tp)
-        if hw is None or await consumer.position(tp) < hw:
+        end = readable_end(consumer, tp)
+        if end is None or await consumer.position(tp) < end:
             return False
     return True
+
+
+def readable_end(consumer: Any, tp: Any) -> int | None:
+    """Where a consumer's reading of `tp` ends as of its last Fetch: the high watermark, or for a
+    `read_committed` consumer the last stable offset (the first offset of a transaction still
+    open: nothing from there on can be read until it ends). None before the first Fetch."""
+    hw: int | None = consumer.highwater(tp)
+    if hw is None:
+        return None
+    lso: int | None = consumer.last_stable_offset(tp)
+    if lso is None or lso < 0:
+        return hw
+    return min(hw, lso)
 
 
 async def stop_client(client: Any, timeout_s: float = 10.0) -> None:
@@ -562,7 +580,7 @@ class BroadcastReader:
         at_end = True
         for topic, partition in self._tps:
             tp = TopicPartition(topic, partition)
-            hw = self._consumer.highwater(tp)
+            hw = readable_end(self._consumer, tp)
             position = await self._consumer.position(tp)
             key = (topic, partition)
             if hw is None or position >= hw:
@@ -639,7 +657,7 @@ class BroadcastReader:
             return 0
         total = 0
         for topic, partition in self._tps:
-            hw = self._consumer.highwater(TopicPartition(topic, partition))
+            hw = readable_end(self._consumer, TopicPartition(topic, partition))
             if hw is not None:
                 total += max(0, hw - self.watermark.next_offset(topic, partition))
         return total

@@ -207,6 +207,16 @@ CATALOGUE: tuple[TopicSpec, ...] = (
 
 _BY_NAME: dict[str, TopicSpec] = {spec.name: spec for spec in CATALOGUE}
 
+# What `topics create` sets on the compacted topics besides the policy (docs/operations.md#compaction):
+# a version stays at least a week before the cleaner may drop it (the audit window: an audit of
+# the last week's decisions finds every input they read), and a tombstone is kept a day after
+# compaction (a reader that was away longer never learns of the deletion, nor of the value it
+# deleted: it sees neither, which is the same state).
+COMPACTION_DEFAULTS: Mapping[str, str] = {
+    "min.compaction.lag.ms": str(7 * 24 * 3600 * 1000),
+    "delete.retention.ms": str(24 * 3600 * 1000),
+}
+
 
 def spec(name: str) -> TopicSpec:
     """The catalogue entry for an unprefixed topic name."""
@@ -463,6 +473,7 @@ async def ensure_topics(
     work_partitions: int | None = None,
     replication_factor: int = 1,
     only: Iterable[str] | None = None,
+    compaction: Mapping[str, str] | None = None,
 ) -> list[TopicStatus]:
     """Create the catalogue topics that do not exist yet (idempotent).
 
@@ -470,7 +481,8 @@ async def ensure_topics(
     without it, an existing `placements` topic's count is used, else the default.
     Existing topics are left as they are (partition counts cannot shrink and
     Tansu cannot add partitions); a topic whose count differs from the plan is
-    reported as MISMATCH. Raises TopicLayoutError when co-partitioned topics end
+    reported as MISMATCH. Compacted topics get COMPACTION_DEFAULTS, overridden by `compaction`
+    (topic-level settings such as `min.compaction.lag.ms` or `segment.ms`). Raises TopicLayoutError when co-partitioned topics end
     up with different counts, because then a placement's decisions would land in a
     partition another worker owns.
     """
@@ -489,7 +501,11 @@ async def ensure_topics(
                         topics.name(s.name),
                         planned[s.name],
                         replication_factor,
-                        topic_configs=s.config,
+                        topic_configs=(
+                            {**s.config, **COMPACTION_DEFAULTS, **(compaction or {})}
+                            if s.compacted
+                            else s.config
+                        ),
                     )
                     for s in to_create
                 ]

@@ -2,7 +2,7 @@
 
 The broker's side cannot be made to misbehave on demand (the real case, Tansu on s3 after a hard
 restart, is exercised by `make faults`), so this drives the reader's bookkeeping with a stand-in
-that answers only the two questions it asks: the high watermark and the position.
+that answers only the questions it asks: the high watermark, the last stable offset and the position.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from fleetplace.shared.bus.kafka import BroadcastReader
 class Offsets:
     def __init__(self) -> None:
         self.hw: dict[Any, int] = {}
+        self.lso: dict[Any, int] = {}
         self.pos: dict[Any, int] = {}
 
     def highwater(self, tp: Any) -> int | None:
         return self.hw.get((tp.topic, tp.partition))
+
+    def last_stable_offset(self, tp: Any) -> int | None:
+        return self.lso.get((tp.topic, tp.partition))
 
     async def position(self, tp: Any) -> int:
         return self.pos[(tp.topic, tp.partition)]
@@ -82,3 +86,15 @@ async def test_held_up_from_a_stuck_partition_until_caught_up_again(
     r._mark_caught_up(await r._track_progress())
     r._update_held_up()
     assert not r.held_up
+
+
+async def test_a_partition_held_at_an_open_transaction_is_at_its_end_not_stuck(
+    reader: tuple[BroadcastReader, Offsets],
+) -> None:
+    """A read_committed reader cannot pass the first offset of a transaction still open (the last
+    stable offset): there it has read all it can, so it is caught up, not stuck."""
+    r, offsets = reader
+    offsets.lso = {("clusters", 1): 3}
+    for _ in range(25):
+        assert await r._track_progress()
+    assert r.stuck(polls=20, seconds=0) == []

@@ -7,12 +7,14 @@ seq twice with different decisions (two writers for one placement)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 import fleetplace.services.scheduler.worker as worker_module
 from fleetplace.services.scheduler.worker import SchedulerWorker
+from fleetplace.shared.bus.delivery import Delivery, Output
 from fleetplace.shared.bus.kafka import Batch, Watermark
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.settings import KafkaSettings, Settings
@@ -58,12 +60,23 @@ class _Group:
         return None
 
 
+class _Sink:
+    """The at-least-once sink, sending through the module's `send_all` (replaced by `sent`)."""
+
+    delivery = Delivery(transactions=False, idempotence=False, reason="test")
+    producer = None
+
+    async def publish(self, outputs: Sequence[Output]) -> None:
+        await worker_module.send_all(None, [r for output in outputs for r in output.records])
+
+
 def _worker_with_a_dirty_placement() -> SchedulerWorker:
     worker = SchedulerWorker(
         Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:1"), topic_prefix=PREFIX)
     )
     worker._assigned = {(PREFIX + "placements", 0)}
     worker.runtime.producer = None  # send_all is replaced below
+    worker.runtime.sink = _Sink()  # type: ignore[assignment]
     worker.runtime.group = None
     for offset, item in enumerate([*map(H.record, H.fleet()), H.record(H.good_placement(0))]):
         key = None if item.key is None else item.key.decode()

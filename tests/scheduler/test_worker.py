@@ -229,6 +229,10 @@ async def test_a_rebalance_reads_again_only_the_partitions_new_to_the_instance(
         await bus.wait_for(
             lambda: bus.latest()[target]["decisions"] == ["c1", "c2"], what="the new cluster placed"
         )
+        # every placement's diff, which may commit in a transaction of its partition's own
+        await bus.wait_for(
+            lambda: all(bus.latest()[k]["seq"] > n for k, n in seq_before.items()), what="every diff"
+        )
         # nothing else was published: one diff per placement for the new cluster, none repeated
         assert len(bus.decisions) == published_before + len(names)
         assert {k: d["seq"] for k, d in bus.latest().items()} == {k: n + 1 for k, n in seq_before.items()}
