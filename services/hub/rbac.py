@@ -1,7 +1,7 @@
 """The least the bridge may do on the hub, per mode, and the check it makes at start-up.
 
-The bridge reads the fleet (list and watch of the kinds it publishes) and writes nothing but
-PlacementDecisions and, in replace mode, Placement status. The ClusterRole of each mode
+The bridge reads the fleet (list and watch of the kinds it publishes), holds its Lease, and
+writes nothing else but PlacementDecisions and, in replace mode, Placement status. The ClusterRole of each mode
 is the table below, rendered into docs/hub.md; at start-up the bridge asks the API server, with one
 SelfSubjectAccessReview per rule and verb (which every authenticated user may create), whether it
 holds each, and refuses to start naming every verb and resource it lacks — rather than failing on
@@ -30,6 +30,7 @@ __all__ = [
 OCM_CLUSTER = "cluster.open-cluster-management.io"
 OCM_ADDON = "addon.open-cluster-management.io"
 SIGMC = "multicluster.x-k8s.io"
+COORDINATION = "coordination.k8s.io"
 
 READ = ("get", "list", "watch")
 
@@ -65,6 +66,8 @@ _SOURCE = (
     ),
     Rule(OCM_ADDON, ("addonplacementscores",), READ),
     Rule(SIGMC, ("clusterprofiles",), READ),
+    # the Lease that keeps one bridge active per hub
+    Rule(COORDINATION, ("leases",), ("get", "create", "update")),
 )
 
 _SINK = {

@@ -1,5 +1,5 @@
 """The bridge's least privilege: each mode's ClusterRole (as docs/hub.md shows it) writes nothing
-but PlacementDecisions and Placement status, and the start-up check names every missing verb."""
+but PlacementDecisions, Placement status and its Lease, and the start-up check names every missing verb."""
 
 from __future__ import annotations
 
@@ -33,17 +33,21 @@ def test_docs_show_each_modes_cluster_role_as_the_bridge_checks_it() -> None:
 
 
 @pytest.mark.parametrize("mode", list(Mode))
-def test_the_bridge_writes_nothing_but_placement_decisions_and_placement_status(mode: Mode) -> None:
+def test_the_bridge_writes_nothing_but_placement_decisions_placement_status_and_its_lease(mode: Mode) -> None:
     written = {p.resource for p in permissions(mode) if p.verb in WRITES}
     allowed = {
         "placementdecisions",
         "placementdecisions/status",
         "placements/status",
         "placements/finalizers",
+        "leases",
     }
     assert written <= allowed
     if mode is Mode.SHADOW:
-        assert {p.group for p in permissions(mode) if p.verb in WRITES} == {"multicluster.x-k8s.io"}
+        assert {p.group for p in permissions(mode) if p.verb in WRITES} == {
+            "multicluster.x-k8s.io",
+            "coordination.k8s.io",
+        }
 
 
 def test_a_subresource_is_asked_for_as_resource_and_subresource() -> None:
