@@ -198,7 +198,8 @@ def shadow_desired(slices: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, O
 def replace_desired(pages: Iterable[Mapping[str, Any]], placement_uid: str) -> dict[str, Obj]:
     """OCM's PlacementDecision pages of one placement, as its controller writes them: the pages
     `fleetplace export` prints, each owned by the Placement (a controller reference, so the
-    garbage collector removes them with it)."""
+    garbage collector removes them with it), a score (only with fleetplace's sort by score) as
+    the integer the CRD declares."""
     out: dict[str, Obj] = {}
     for page in pages:
         obj: Obj = copy.deepcopy(dict(page))
@@ -213,6 +214,11 @@ def replace_desired(pages: Iterable[Mapping[str, Any]], placement_uid: str) -> d
                 "blockOwnerDeletion": True,
             }
         ]
+        # the topic carries scores as strings (what Argo CD-style consumers read); the CRD's
+        # `score` is an int64
+        for entry in obj.get("status", {}).get("decisions", []):
+            if "score" in entry:
+                entry["score"] = int(entry["score"])
         out[meta["name"]] = obj
     return out
 

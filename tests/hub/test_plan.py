@@ -194,3 +194,11 @@ def test_no_version_served_during_a_move_lacks_a_cluster_that_stays_selected(
     staying = {c for _, _, cs in before for c in cs} & {c for _, _, cs in after for c in cs}
     for version in replay(fmt, hub, desired):
         assert staying <= version
+
+
+def test_a_score_is_written_as_the_integer_the_crd_declares() -> None:
+    page = ocm_pages(KEY, [("", 0, ["c1"])])[0]
+    page["status"]["decisions"][0]["score"] = "87"
+    (written,) = replace_desired([page], "uid-web").values()
+    assert written["status"]["decisions"] == [{"clusterName": "c1", "reason": "", "score": 87}]
+    assert page["status"]["decisions"][0]["score"] == "87"  # the exported page is left as it was
