@@ -35,6 +35,7 @@ __all__ = [
     "fleetplace_side",
     "ocm_side",
     "render_status",
+    "why_not",
 ]
 
 
@@ -143,6 +144,22 @@ def fleetplace_side(slices: Iterable[Mapping[str, Any]], generation: int) -> Fle
         for d in s.get("decisions") or []
     }
     return FleetplaceSide(clusters, generation)
+
+
+def why_not(explain: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """fleetplace's reason for every cluster it did not choose, from an explanation in the
+    debugger's format (`fleetplace explain`, `simulate`): the filter and its verdict, or the
+    total score and its parts when it lost on score."""
+    out: dict[str, str] = {}
+    for cluster, entry in explain.items():
+        if "filteredBy" in entry:
+            out[cluster] = f"filtered by {entry['filteredBy']}: {entry['reason']}"
+        elif not entry.get("selected", False):
+            parts = ", ".join(
+                f"{name} {p['score']}×{p['weight']}" for name, p in (entry.get("prioritizers") or {}).items()
+            )
+            out[cluster] = f"scored {entry.get('total')} ({parts}), below the clusters chosen"
+    return out
 
 
 class AgreementGauge:

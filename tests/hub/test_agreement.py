@@ -15,6 +15,7 @@ from fleetplace.services.hub.agreement import (
     fleetplace_side,
     ocm_side,
     render_status,
+    why_not,
 )
 from tests.hub.slices import ocm_pages, sigmc_slices
 
@@ -111,3 +112,19 @@ def test_the_gauge_counts_placements_per_verdict() -> None:
         return registry.get_sample_value("fleetplace_hub_placements", {"agreement": verdict})
 
     assert (value("agreeing"), value("disagreeing"), value("not comparable")) == (2, 1, 1)
+
+
+def test_why_not_gives_the_filter_verdict_or_the_score_that_lost() -> None:
+    explained = {
+        "c1": {"total": 200, "selected": True, "prioritizers": {"Balance": {"score": 100, "weight": 1}}},
+        "c2": {"filteredBy": "TaintToleration", "reason": "taint gpu=broken:NoSelect is not tolerated"},
+        "c3": {
+            "total": 50,
+            "selected": False,
+            "prioritizers": {"Balance": {"score": 50, "weight": 1}, "Steady": {"score": 0, "weight": 1}},
+        },
+    }
+    assert why_not(explained) == {
+        "c2": "filtered by TaintToleration: taint gpu=broken:NoSelect is not tolerated",
+        "c3": "scored 50 (Balance 50×1, Steady 0×1), below the clusters chosen",
+    }
