@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: native unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
+.PHONY: native upstream-crds hub-binaries hub unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -45,6 +45,33 @@ screenshots: $(NATIVE)
 unit-pure:
 	FLEETPLACE_PURE_PYTHON=1 $(MAKE) unit PYTEST_ARGS='-m "not slow and not integration"'
 
+
+# The upstream CRDs that tests/upstream checks every object fleetplace writes against: Go fetches
+# the API modules pinned in tests/upstream/go.mod into its own module cache (the tests do the same
+# on first use; this target only fetches them ahead, e.g. before going offline).
+upstream-crds:
+	cd tests/upstream && GOFLAGS=-mod=mod go mod download open-cluster-management.io/api sigs.k8s.io/cluster-inventory-api
+
+# The control plane of the hub tests (shared/control_plane.py): kube-apiserver and etcd built from
+# the Go modules pinned in tests/hub/controlplane/go.mod into the git-ignored .cache/ (Go's own
+# build and module caches make a rebuild after `git clean` quick). `make hub` runs one in the
+# foreground: its first line is KUBECONFIG=<path>; Ctrl-C or SIGTERM stops it and removes its data.
+HUB_K8S := $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[^ ]*\).*/\1/p' tests/hub/controlplane/go.mod)
+HUB_BIN := .cache/hub/$(HUB_K8S)
+# What Kubernetes' own build stamps in, so that the server reports its release (`kubectl version`).
+HUB_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(HUB_K8S) -X k8s.io/component-base/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(HUB_K8S)))) -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(HUB_K8S))) -X k8s.io/component-base/version.gitTreeState=clean
+hub-binaries: $(HUB_BIN)/kube-apiserver $(HUB_BIN)/etcd
+
+$(HUB_BIN)/kube-apiserver: tests/hub/controlplane/go.mod tests/hub/controlplane/go.sum
+	@echo "fleetplace: building kube-apiserver $(HUB_K8S) (10-20 minutes the first time)" >&2
+	cd tests/hub/controlplane && go build -p 2 -ldflags "$(HUB_VERSION_FLAGS)" -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-apiserver >&2
+
+$(HUB_BIN)/etcd: tests/hub/controlplane/go.mod tests/hub/controlplane/go.sum
+	cd tests/hub/controlplane && go build -p 2 -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3 >&2
+
+hub:
+	@$(MAKE) --no-print-directory -s $(STAMP) hub-binaries >&2
+	@$(BIN)/python -m tests.hub.serve
 
 lint: $(NATIVE)
 	$(BIN)/ruff check fleetplace shared services tests
