@@ -27,8 +27,11 @@ from fleetplace.shared.api.sigmc import (
 
 __all__ = [
     "OCM",
+    "PLACEMENT_ANNOTATION",
     "SIGMC",
     "SliceFormat",
+    "placement_label",
+    "placement_name",
     "placement_status",
     "replace_desired",
     "shadow_desired",
@@ -37,6 +40,26 @@ __all__ = [
 Obj = dict[str, Any]
 
 OCM_API_VERSION = "cluster.open-cluster-management.io/v1beta1"
+# the placement's whole name, which the scheduler writes beside a placement label it had to
+# shorten (a label value holds at most 63 characters)
+PLACEMENT_ANNOTATION = "fleetplace.dev/placement"
+
+
+def placement_name(obj: Mapping[str, Any]) -> str | None:
+    """The name of the placement a slice or page belongs to."""
+    meta = obj.get("metadata") or {}
+    whole = (meta.get("annotations") or {}).get(PLACEMENT_ANNOTATION)
+    label = (meta.get("labels") or {}).get(PLACEMENT_LABEL)
+    return str(whole or label) if whole or label else None
+
+
+def placement_label(objects: Iterable[Mapping[str, Any]]) -> str | None:
+    """The placement label value the objects carry (what the hub is asked to select by)."""
+    for obj in objects:
+        label = ((obj.get("metadata") or {}).get("labels") or {}).get(PLACEMENT_LABEL)
+        if label:
+            return str(label)
+    return None
 
 
 @dataclass(frozen=True)
@@ -190,7 +213,7 @@ def shadow_desired(slices: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, O
     )
     for s in ordered:
         meta = s["metadata"]
-        key = f"{meta['namespace']}/{meta['labels'][PLACEMENT_LABEL]}"
+        key = f"{meta['namespace']}/{placement_name(s)}"
         out.setdefault(key, {})[meta["name"]] = dict(s)
     return out
 
@@ -208,7 +231,7 @@ def replace_desired(pages: Iterable[Mapping[str, Any]], placement_uid: str) -> d
             {
                 "apiVersion": OCM_API_VERSION,
                 "kind": "Placement",
-                "name": meta["labels"][PLACEMENT_LABEL],
+                "name": placement_name(obj),
                 "uid": placement_uid,
                 "controller": True,
                 "blockOwnerDeletion": True,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetplace.services.auditor.export import kubernetes_objects
-from fleetplace.services.hub.desired import shadow_desired
+from fleetplace.services.hub.desired import placement_label, placement_name, shadow_desired
 from fleetplace.services.scheduler.core import SchedulerProcessor
 from fleetplace.shared.api.decision_diff import DecisionDiff
 from fleetplace.shared.api.decisions import PlacementDecisions
@@ -39,6 +39,7 @@ class PublishedDecisions:
         self._by_placement: dict[str, set[str]] = {}
         self._processor = SchedulerProcessor(owns=lambda key: False)
         self._last: dict[str, DecisionDiff] = {}
+        self._labels: dict[str, str] = {}  # placement → its placement label value, as last written
 
     def apply_slice(self, key: str, value: Mapping[str, Any] | None) -> str | None:
         """One `sigmc-placement-decisions` record; the placement it belongs to."""
@@ -53,6 +54,7 @@ class PublishedDecisions:
             raise ValueError(f"slice {key} has no {PLACEMENT_LABEL} label")
         self._slices[key] = dict(value)
         self._by_placement.setdefault(placement, set()).add(key)
+        self._labels[placement] = placement_label([value]) or placement.partition("/")[2]
         return placement
 
     def apply_decision(self, key: str, value: Mapping[str, Any] | None) -> str | None:
@@ -81,6 +83,14 @@ class PublishedDecisions:
         pages = kubernetes_objects({placement: PlacementDecisions.model_validate(current)})
         return ReplaceState(pages, diff.status, diff.evaluated_at)
 
+    def label(self, placement: str) -> str:
+        """The placement label value its slices and pages carry (the name, unless shortened)."""
+        known = self._labels.get(placement)
+        if known is None:
+            state = self.replace(placement)
+            known = placement_label(state.pages) if state is not None else None
+        return known or placement.partition("/")[2]
+
     def generation(self, placement: str) -> int | None:
         diff = self._last.get(placement)
         return diff.generation if diff is not None else None
@@ -90,7 +100,6 @@ class PublishedDecisions:
 
 
 def _placement_of(obj: Mapping[str, Any]) -> str | None:
-    meta = obj.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(PLACEMENT_LABEL)
-    namespace = meta.get("namespace")
+    name = placement_name(obj)
+    namespace = (obj.get("metadata") or {}).get("namespace")
     return f"{namespace}/{name}" if name and namespace else None

@@ -16,7 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fleetplace.services.hub.desired import OCM, SIGMC, SliceFormat, placement_status, replace_desired
+from fleetplace.services.hub.desired import (
+    OCM,
+    SIGMC,
+    SliceFormat,
+    placement_label,
+    placement_status,
+    replace_desired,
+)
 from fleetplace.services.hub.plan import Remove, plan_placement
 from fleetplace.shared.api.ocm import PLACEMENT_LABEL
 from fleetplace.shared.api.sigmc import SCHEDULER_NAME
@@ -77,13 +84,17 @@ class DecisionSink:
 
     # ---- shadow mode ----------------------------------------------------------------------
 
-    async def write_shadow(self, placement: str, desired: Mapping[str, Obj]) -> None:
+    async def write_shadow(
+        self, placement: str, desired: Mapping[str, Obj], label: str | None = None
+    ) -> None:
         """Make the hub serve exactly `desired` (SIG-MC slices by name) as fleetplace's slices of
-        `placement` (`namespace/name`); an empty `desired` deletes them."""
+        `placement` (`namespace/name`, its slices labelled `label`, by default its name); an empty
+        `desired` deletes them."""
         namespace, _, name = placement.partition("/")
+        label = label or placement_label(desired.values()) or name
         base = f"{_SIGMC}/namespaces/{namespace}/placementdecisions"
         for _ in range(self.attempts):
-            listed = await self._list(base, name)
+            listed = await self._list(base, label)
             foreign = sorted(
                 n for n, o in listed.items() if o.get("schedulerName") != SCHEDULER_NAME and n in desired
             )
@@ -122,7 +133,7 @@ class DecisionSink:
             if owner is None:
                 return
             desired = replace_desired(pages, str(owner["metadata"]["uid"]))
-            served = await self._list(base, name)
+            served = await self._list(base, placement_label(pages) or name)
             try:
                 await self._apply(OCM, base, name, served, desired, status=True)
                 await self._write_placement_status(owner_path, owner, pages, implied_status, evaluated_at)
@@ -189,10 +200,8 @@ class DecisionSink:
                 updated = await self._write("PUT", f"{base}/{op.name}/status", body)
                 versions[op.name] = str(updated["metadata"]["resourceVersion"])
 
-    async def _list(self, base: str, placement_name: str) -> dict[str, Obj]:
-        answer = await self.hub.request(
-            "GET", base, query={"labelSelector": f"{PLACEMENT_LABEL}={placement_name}"}
-        )
+    async def _list(self, base: str, label: str) -> dict[str, Obj]:
+        answer = await self.hub.request("GET", base, query={"labelSelector": f"{PLACEMENT_LABEL}={label}"})
         return {str(o["metadata"]["name"]): o for o in answer.get("items") or []}
 
     async def _get(self, path: str) -> Obj | None:

@@ -82,7 +82,9 @@ class WriteBack:
 
     async def _write(self, sink: DecisionSink, placement: str) -> None:
         if self.mode is Mode.SHADOW:
-            await sink.write_shadow(placement, self.published.shadow(placement))
+            await sink.write_shadow(
+                placement, self.published.shadow(placement), self.published.label(placement)
+            )
             return
         state = self.published.replace(placement)
         if state is not None:
@@ -91,7 +93,7 @@ class WriteBack:
     async def agreement(self, hub: HubRequests, placement: str) -> Agreement:
         """fleetplace's slices against OCM's PlacementDecisions, both as the hub serves them."""
         namespace, _, name = placement.partition("/")
-        selector = {"labelSelector": f"{PLACEMENT_LABEL}={name}"}
+        selector = {"labelSelector": f"{PLACEMENT_LABEL}={self.published.label(placement)}"}
         ours = await hub.request(
             "GET",
             f"/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/placementdecisions",

@@ -34,3 +34,18 @@ def test_replace_state_is_the_exported_pages_and_the_status_of_the_last_decision
     assert state.status["numberOfSelectedClusters"] == 3
     assert state.evaluated_at == "2026-12-01T00:00:00Z"
     assert published.replace("ns1/unknown") is None
+
+
+def test_a_shortened_placement_label_is_read_back_to_the_whole_name() -> None:
+    """A placement name too long for a label value: the scheduler shortens the label and keeps
+    the whole name in an annotation; the sink keys by the name and selects by the label."""
+    long_name = "web-" + "x" * 70
+    key = f"ns1/{long_name}"
+    (s,) = sigmc_slices(key, [("", 0, ["c1"])])
+    s["metadata"]["labels"]["cluster.open-cluster-management.io/placement"] = "web-xxxx-0123456789"
+    s["metadata"].setdefault("annotations", {})["fleetplace.dev/placement"] = long_name
+    published = PublishedDecisions()
+    assert published.apply_slice(f"ns1/{s['metadata']['name']}", s) == key
+    assert list(published.shadow(key).values()) == [s]
+    assert published.label(key) == "web-xxxx-0123456789"
+    assert published.label("ns1/short") == "short"
