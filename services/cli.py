@@ -79,6 +79,9 @@ def _register() -> None:
     from fleetplace.services.commands import scores  # scores preview, status
 
     scores.register(app)
+    from fleetplace.services.commands import hub  # hub run
+
+    hub.register(app)
 
 
 _register()

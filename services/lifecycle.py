@@ -268,18 +268,19 @@ class WorkerRuntime:
                 kafka, top.broadcast, prefix=self.settings.topic_prefix, max_records=top.broadcast_max_records
             )
             await self.reader.start()
-            self.group = make_consumer(
-                kafka,
-                group_id=top.group_id,
-                session_timeout_ms=self.settings.group_session_timeout_ms,
-                heartbeat_interval_ms=heartbeat_interval_ms(self.settings.group_session_timeout_ms),
-                max_poll_records=top.group_max_records,
-                **top.group_options,
-            )
-            await start_client(self.group)
-            self.group_partitions = await partitions_of(self.group, top.group)
-            if not top.subscribe_when_ready:
-                self._subscribe()
+            if top.group:  # a worker with broadcast sources only (the hub bridge) has no group
+                self.group = make_consumer(
+                    kafka,
+                    group_id=top.group_id,
+                    session_timeout_ms=self.settings.group_session_timeout_ms,
+                    heartbeat_interval_ms=heartbeat_interval_ms(self.settings.group_session_timeout_ms),
+                    max_poll_records=top.group_max_records,
+                    **top.group_options,
+                )
+                await start_client(self.group)
+                self.group_partitions = await partitions_of(self.group, top.group)
+                if not top.subscribe_when_ready:
+                    self._subscribe()
             watch = BrokerWatch(
                 self.producer.client, bootstrap=str(kafka.bootstrap_servers), on_change=self._on_broker
             )
@@ -324,7 +325,7 @@ class WorkerRuntime:
     # ---- the loop ---------------------------------------------------------------------------
     async def loop(self, reader: Any, group: Any) -> None:
         """Turns until stopped. `reader` is a BroadcastReader, `group` a started group consumer
-        (tests pass stand-ins)."""
+        or None when the topology has no group topics (tests pass stand-ins)."""
         self.reader, self.group = reader, group
         logic = self.logic
         top = self.topology
@@ -332,12 +333,13 @@ class WorkerRuntime:
         group_poll: asyncio.Task[list[Record]] | None = None
         try:
             while not self._stop.is_set():
-                if top.subscribe_when_ready and not self.subscribed and logic.ready:
+                if group is not None and top.subscribe_when_ready and not self.subscribed and logic.ready:
                     self._subscribe()
                 if reader_poll is None:
                     reader_poll = asyncio.create_task(reader.poll())
                 if (
                     group_poll is None
+                    and group is not None
                     and logic.accepting
                     and (self.subscribed or not top.subscribe_when_ready)
                 ):

@@ -185,6 +185,21 @@ class Settings(BaseSettings):
     # error of this variable (a dict field would fail in the settings source, unnamed).
     prometheus_endpoints: Json[dict[str, str]] = "{}"  # type: ignore[assignment]
 
+    # The hub bridge (docs/hub.md): its kubeconfig (empty: $KUBECONFIG, ~/.kube/config, else the
+    # pod's ServiceAccount), its requests per second and burst (OCM's controllers use 50 and 100),
+    # and the Lease that keeps one bridge active per hub, with client-go's leader-election times
+    # (empty namespace: the pod's own, else `default`).
+    hub_kubeconfig: str = ""
+    hub_qps: float = Field(default=50.0, gt=0)
+    hub_burst: int = Field(default=100, ge=1)
+    hub_lease_namespace: str = ""
+    hub_lease_name: str = "fleetplace-hub"
+    hub_lease_duration_s: float = Field(default=15.0, gt=0)
+    hub_lease_renew_deadline_s: float = Field(default=10.0, gt=0)
+    hub_lease_retry_s: float = Field(default=2.0, gt=0)
+    # A watch is ended by the API server after this long (spread up to twice it) and resumed.
+    hub_watch_timeout_s: int = Field(default=300, ge=1)
+
     log_level: LogLevel = "info"
     log_format: LogFormat = "json"
 

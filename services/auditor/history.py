@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from fleetplace.shared.api.ocm import PLACEMENT_LABEL
-from fleetplace.shared.api.sigmc import SEQ_ANNOTATION, SigmcPlacementDecision
+from fleetplace.shared.api.sigmc import PLACEMENT_ANNOTATION, SEQ_ANNOTATION, SigmcPlacementDecision
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeError, DecodeLimits, decode_object
 from fleetplace.shared.bus.envelope import H_SOURCE, parse_time
 from fleetplace.shared.bus.kafka import TP, BroadcastReader, true_end_offsets
@@ -289,7 +289,8 @@ class History:
                 continue
             meta = piece.metadata
             seq = meta.annotations.get(SEQ_ANNOTATION, "")
-            placement = meta.labels.get(PLACEMENT_LABEL)
+            # the label is the placement's name unless it had to be shortened (docs/names.md)
+            placement = meta.annotations.get(PLACEMENT_ANNOTATION) or meta.labels.get(PLACEMENT_LABEL)
             if not seq.isdigit() or placement is None:
                 continue
             reasons = out.setdefault((f"{meta.namespace}/{placement}", int(seq)), {})

@@ -68,7 +68,7 @@ PAYLOADS: dict[str, type[BaseModel]] = {
 DESCRIPTIONS: dict[str, str] = {
     "clusters": "ManagedCluster objects as OCM has them. A tombstone deletes the cluster.",
     "cluster-profiles": (
-        "SIG-Multicluster ClusterProfile objects (multicluster.x-k8s.io v1alpha1/v1alpha2): a cluster "
+        "SIG-Multicluster ClusterProfile objects (multicluster.x-k8s.io v1alpha1): a cluster "
         "source beside clusters, read as the ManagedCluster of docs/cluster-inventory.md's mapping."
     ),
     "taints": "Taint sets published by taint owners (health checkers, operators), merged with spec.taints.",

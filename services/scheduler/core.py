@@ -40,8 +40,10 @@ from fleetplace.shared.api.ocm import (
     Placement,
     Taint,
     TaintSet,
+    decision_page_name,
+    placement_label_value,
 )
-from fleetplace.shared.api.sigmc import slice_count, slice_names, slices
+from fleetplace.shared.api.sigmc import PLACEMENT_ANNOTATION, slice_count, slice_names, slices
 from fleetplace.shared.placement import PlacementEngine, ScheduleResult
 from fleetplace.shared.placement.fleet import ClusterInfo, SetSelectorError
 from fleetplace.shared.placement.options import DEFAULT_OPTIONS, EngineOptions
@@ -844,36 +846,47 @@ class SchedulerProcessor:
         if pub is None or pub.deleted:
             return None
         ns, _, name = key.partition("/")
+        label = placement_label_value(name)
         items = []
         page = 0
         for gname, gindex, clusters in pub.groups:
             chunks = [clusters[i : i + 100] for i in range(0, len(clusters), 100)] or [()]
             for chunk in chunks:
                 page += 1
+                metadata: dict[str, Any] = {
+                    "name": decision_page_name(name, page),
+                    "namespace": ns,
+                    "labels": {
+                        "cluster.open-cluster-management.io/placement": label,
+                        "cluster.open-cluster-management.io/decision-group-name": gname,
+                        "cluster.open-cluster-management.io/decision-group-index": str(gindex),
+                    },
+                }
+                if label != name:
+                    metadata["annotations"] = {PLACEMENT_ANNOTATION: name}
                 items.append(
                     {
                         "apiVersion": "cluster.open-cluster-management.io/v1beta1",
                         "kind": "PlacementDecision",
-                        "metadata": {
-                            "name": f"{name}-decision-{page}",
-                            "namespace": ns,
-                            "labels": {
-                                "cluster.open-cluster-management.io/placement": name,
-                                "cluster.open-cluster-management.io/decision-group-name": gname,
-                                "cluster.open-cluster-management.io/decision-group-index": str(gindex),
-                            },
-                        },
+                        "metadata": metadata,
                         "status": {"decisions": [self._entry(c, pub, reasons) for c in chunk]},
                     }
                 )
         return {"schemaVersion": SCHEMA_VERSION, "placement": key, "seq": pub.seq, "items": items}
 
     @staticmethod
-    def _entry(cluster: str, pub: Published, reasons: Mapping[str, str] | None = None) -> dict[str, str]:
-        """A PlacementDecision entry with string values; `score` when scores are visible (sortBy Score)."""
-        entry = {"clusterName": cluster, "reason": reasons.get(cluster, "") if reasons else ""}
-        if pub.sort_by_score and cluster in pub.scores:
-            entry["score"] = str(pub.scores[cluster])
+    def _entry(
+        cluster: str, pub: Published, reasons: Mapping[str, str] | None = None
+    ) -> dict[str, str | int]:
+        """A PlacementDecision entry; `score` (an integer, int64 in the CRD) when scores are
+        visible (sortBy Score), and only when it is not zero, as OCM omits a zero score."""
+        entry: dict[str, str | int] = {
+            "clusterName": cluster,
+            "reason": reasons.get(cluster, "") if reasons else "",
+        }
+        score = pub.scores.get(cluster) if pub.sort_by_score else None
+        if score:
+            entry["score"] = int(score)
         return entry
 
     def drop(self, key: str) -> None:

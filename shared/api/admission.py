@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from fleetplace.shared.api.cluster_profiles import profile_problems
 from fleetplace.shared.api.fields import API_VERSIONS, unknown_fields
+from fleetplace.shared.api.names import metadata_problems
 from fleetplace.shared.api.objects import Document, ObjectError, Validation, Warn, object_ref, parse_object
 from fleetplace.shared.api.score_sources import ScoreSource, parse_score_source
 
@@ -42,6 +43,14 @@ _GROUP_NAME = re.compile(r"^[a-zA-Z0-9][-A-Za-z0-9_.]{0,61}[a-zA-Z0-9]$")
 _GROUP_SIZE = re.compile(r"^((100|[1-9][0-9]{0,1})%|[1-9][0-9]*)$")
 _RATE_LIMIT = re.compile(r"^[0-9]+[hms]$")
 _EFFECTS = ("NoSelect", "PreferNoSelect", "NoSelectIfNew")
+_NAMESPACED = (
+    "Placement",
+    "ManagedClusterSetBinding",
+    "AddOnPlacementScore",
+    "PlacementDecision",
+    "Rollout",
+    "ScoreSource",
+)
 
 
 def _obj(v: Any) -> dict[str, Any] | None:
@@ -119,15 +128,11 @@ def _validate(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     meta = _obj(doc.get("metadata")) or {}
     if not meta.get("name"):
         problems.append(("metadata.name", "Required value"))
-    if kind in (
-        "Placement",
-        "ManagedClusterSetBinding",
-        "AddOnPlacementScore",
-        "PlacementDecision",
-        "Rollout",
-        "ScoreSource",
-    ) and not meta.get("namespace"):
+    namespaced = kind in _NAMESPACED
+    if namespaced and not meta.get("namespace"):
         problems.append(("metadata.namespace", "Required value"))
+    # names, namespaces, label keys and values, annotation keys: the API server's rules (docs/names.md)
+    problems.extend(metadata_problems(meta, namespaced=True if namespaced else None))
     if kind in ("ManagedCluster", "ClusterTaints"):
         for i, t in enumerate(_list(spec.get("taints"))):
             if isinstance(t, dict):

@@ -43,7 +43,9 @@ __all__ = [
 ]
 
 PROFILE_GROUP = "multicluster.x-k8s.io"
-API_VERSIONS = (f"{PROFILE_GROUP}/v1alpha1", f"{PROFILE_GROUP}/v1alpha2")
+# the only version any upstream CRD serves (cluster-inventory-api, OCM, KubeFleet): a v1alpha2
+# object would be refused by an API server, so it is refused here too
+API_VERSIONS = (f"{PROFILE_GROUP}/v1alpha1",)
 CONTROL_PLANE_HEALTHY = "ControlPlaneHealthy"
 # OCM's registration taint controller puts these on a cluster whose Available condition is False
 # (unavailable) or Unknown / missing (unreachable)

@@ -37,25 +37,38 @@ class _Payload(BaseModel):
 
 
 class ClusterDecisionEntry(_Payload):
-    """One entry of PlacementDecision `status.decisions` (string values, as Argo CD reads them)."""
+    """One entry of PlacementDecision `status.decisions`, as the OCM CRD defines it."""
 
     cluster_name: str
     reason: str = ""
-    score: str | None = Field(
-        default=None, description="The score, as a string, when the Placement sorts by score."
+    score: int | None = Field(
+        default=None,
+        description=(
+            "The score (an integer, int64 in the CRD) when the Placement sorts by score; absent "
+            "when it is zero, as OCM omits a zero score."
+        ),
     )
 
 
 class PlacementDecisionMetadata(_Payload):
-    name: str = Field(description="`<placement>-decision-<k>`, k = 1, 2, … as OCM names its pages.")
+    """The page's name, namespace, labels, and the `fleetplace.dev/placement` annotation (the
+    placement's whole name) when its label had to be shortened."""
+
+    name: str = Field(
+        description=(
+            "`<placement>-decision-<k>`, k = 1, 2, … as OCM names its pages (a placement name too "
+            "long for that is shortened, docs/names.md)."
+        )
+    )
     namespace: str
     labels: dict[str, str] = Field(
         default_factory=dict,
         description=(
-            "cluster.open-cluster-management.io/placement, …/decision-group-name and "
-            "…/decision-group-index (as strings)."
+            "cluster.open-cluster-management.io/placement (the placement's name, shortened past 63 "
+            "characters, docs/names.md), …/decision-group-name and …/decision-group-index (as strings)."
         ),
     )
+    annotations: dict[str, str] | None = None
 
 
 class PlacementDecisionPageStatus(_Payload):

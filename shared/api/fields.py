@@ -31,6 +31,7 @@ from fleetplace.shared.api.ocm import (
     ManagedCluster,
     ManagedClusterSet,
     ManagedClusterSetBinding,
+    ManagedClusterSetSpec,
     ManagedClusterSpec,
     ManagedClusterStatus,
     ObjectMeta,
@@ -72,8 +73,10 @@ _UNREAD: dict[type[BaseModel], frozenset[str]] = {
     ),
     ManagedClusterSpec: frozenset({"managedClusterClientConfigs", "leaseDurationSeconds"}),
     ManagedClusterStatus: frozenset({"conditions", "version", "managedNamespaces"}),
+    # the namespaces a set asks to be created on its clusters (OCM api#390): not a scheduling input
+    ManagedClusterSetSpec: frozenset({"managedNamespaces"}),
     AddOnPlacementScoreStatus: frozenset({"conditions"}),
-    # how to reach a cluster (v1alpha1 credentialProviders, v1alpha2 accessProviders)
+    # how to reach a cluster (v1alpha1 has both credentialProviders and accessProviders)
     ClusterProfileStatus: frozenset({"credentialProviders", "accessProviders"}),
     # kinds whose status scheduling does not read at all
     Placement: frozenset({"status"}),

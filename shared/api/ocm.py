@@ -27,12 +27,26 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+from fleetplace.shared.api.names import derived_label_value, derived_object_name
+
 GROUP = "cluster.open-cluster-management.io"
 CLUSTERSET_LABEL = f"{GROUP}/clusterset"
 PLACEMENT_LABEL = f"{GROUP}/placement"
 DECISION_GROUP_INDEX_LABEL = f"{GROUP}/decision-group-index"
 DECISION_GROUP_NAME_LABEL = f"{GROUP}/decision-group-name"
 DISABLE_ANNOTATION = f"{GROUP}/experimental-scheduling-disable"
+
+
+def placement_label_value(placement_name: str) -> str:
+    """The `cluster.open-cluster-management.io/placement` label of a placement's decisions: the
+    name, or, past 63 characters or otherwise not a label value, its shortened form (docs/names.md)."""
+    return derived_label_value(placement_name)
+
+
+def decision_page_name(placement_name: str, page: int) -> str:
+    """`<placement>-decision-<page>` as OCM names its PlacementDecisions (pages from 1), the
+    placement's name shortened where the whole would pass 253 characters (docs/names.md)."""
+    return derived_object_name(placement_name, f"-decision-{page}")
 
 
 def _null_to_empty_dict(v: Any) -> Any:

@@ -1,23 +1,25 @@
 """A decision as SIG-Multicluster `PlacementDecision` slices (KEP-5313, `multicluster.x-k8s.io/v1alpha1`).
 
 Following the EndpointSlice convention the KEP adopts, one decision fans out to slices of at most
-100 `decisions[]`, each `{clusterProfileRef, reason}`. Every slice of one placement carries the
-same `multicluster.x-k8s.io/decision-key` label and its place in the placement's order as
-`multicluster.x-k8s.io/decision-index` (0, 1, ...). The slices follow the decision groups in
-order and split each into pages of 100, as OCM pages its own PlacementDecisions, and keep OCM's
-placement and decision-group labels, so a consumer of either format sees the same grouping.
-A slice is named `<placement>-<index>` in the placement's namespace.
+100 `decisions[]`, each `{clusterProfileRef: {name, namespace}, reason}` (the reference has
+only those two fields upstream; an empty namespace would mean the slice's). Every slice of one
+placement carries the same `multicluster.x-k8s.io/decision-key` label and its place in the
+placement's order as `multicluster.x-k8s.io/decision-index` (0, 1, ...). The slices follow the
+decision groups in order and split each into pages of 100, as OCM pages its own
+PlacementDecisions, and keep OCM's placement and decision-group labels, so a consumer of either
+format sees the same grouping. A slice is named `<placement>-<index>` in the placement's
+namespace; names and label values too long for the API server are shortened as docs/names.md
+says, and the full placement name is kept in the `fleetplace.dev/placement` annotation.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fleetplace.shared.api.names import derived_label_value, derived_object_name
 from fleetplace.shared.api.ocm import (
     DECISION_GROUP_INDEX_LABEL,
     DECISION_GROUP_NAME_LABEL,
@@ -30,6 +32,7 @@ __all__ = [
     "DECISION_INDEX_LABEL",
     "DECISION_KEY_LABEL",
     "MAX_DECISIONS",
+    "PLACEMENT_ANNOTATION",
     "SCHEDULER_NAME",
     "SEQ_ANNOTATION",
     "SigmcPlacementDecision",
@@ -40,13 +43,14 @@ __all__ = [
 ]
 
 API_VERSION = "multicluster.x-k8s.io/v1alpha1"
-PROFILE_API_VERSION = "multicluster.x-k8s.io/v1alpha1"
 DECISION_KEY_LABEL = "multicluster.x-k8s.io/decision-key"
 DECISION_INDEX_LABEL = "multicluster.x-k8s.io/decision-index"
 MAX_DECISIONS = 100  # the CRD's maxItems
 SCHEDULER_NAME = "fleetplace"
 # the decision (its `seq` on the decisions topic) a slice was written for: what `audit` checks it against
 SEQ_ANNOTATION = "fleetplace.dev/decision-seq"
+# the placement's name, whole: its label may be shortened (docs/names.md)
+PLACEMENT_ANNOTATION = "fleetplace.dev/placement"
 
 
 class _Strict(BaseModel):
@@ -54,11 +58,10 @@ class _Strict(BaseModel):
 
 
 class ClusterProfileRef(_Strict):
-    """A `corev1.ObjectReference` to the chosen ClusterProfile."""
+    """The chosen ClusterProfile, as upstream's `ClusterProfileReference`: its name and namespace
+    (empty: the slice's namespace)."""
 
-    api_version: str = Field(alias="apiVersion")
-    kind: str
-    namespace: str
+    namespace: str = ""
     name: str = Field(min_length=1)
 
 
@@ -79,17 +82,11 @@ class SigmcPlacementDecision(_Strict):
 
 Groups = Sequence[tuple[str, int, Sequence[str]]]  # (group name, group index, clusters in order)
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
 
 def decision_key(placement_name: str) -> str:
     """The decision-key label value: the placement's name where it is a valid label value (at most
-    63 characters), else its first 52 characters and a digest of the whole, still unique."""
-    if len(placement_name) <= 63 and _LABEL_VALUE.match(placement_name):
-        return placement_name
-    digest = hashlib.sha256(placement_name.encode()).hexdigest()[:10]
-    head = re.sub(r"[^-A-Za-z0-9_.]", "-", placement_name[:52]).strip("-_.") or "placement"
-    return f"{head}-{digest}"
+    63 characters), else its first 52 characters and a digest of the whole (docs/names.md)."""
+    return derived_label_value(placement_name)
 
 
 def _pages(groups: Groups) -> list[tuple[str, int, Sequence[str]]]:
@@ -104,8 +101,13 @@ def slice_count(groups: Groups) -> int:
     return len(_pages(groups))
 
 
+def slice_name(placement_name: str, index: int) -> str:
+    """`<placement>-<index>`, the placement's name shortened if the whole would pass 253 characters."""
+    return derived_object_name(placement_name, f"-{index}")
+
+
 def slice_names(placement_name: str, count: int) -> list[str]:
-    return [f"{placement_name}-{i}" for i in range(count)]
+    return [slice_name(placement_name, i) for i in range(count)]
 
 
 def slices(
@@ -122,24 +124,25 @@ def slices(
     out: list[dict[str, Any]] = []
     for index, (group_name, group_index, clusters) in enumerate(_pages(groups)):
         metadata: dict[str, Any] = {
-            "name": f"{name}-{index}",
+            "name": slice_name(name, index),
             "namespace": namespace,
             "labels": {
                 DECISION_KEY_LABEL: key,
                 DECISION_INDEX_LABEL: str(index),
-                PLACEMENT_LABEL: name,
+                PLACEMENT_LABEL: key,
                 DECISION_GROUP_NAME_LABEL: group_name,
                 DECISION_GROUP_INDEX_LABEL: str(group_index),
             },
         }
+        annotations = {PLACEMENT_ANNOTATION: name} if key != name else {}
         if seq is not None:
-            metadata["annotations"] = {SEQ_ANNOTATION: str(seq)}
+            annotations[SEQ_ANNOTATION] = str(seq)
+        if annotations:
+            metadata["annotations"] = annotations
         decisions = []
         for cluster in clusters:
             entry: dict[str, Any] = {
                 "clusterProfileRef": {
-                    "apiVersion": PROFILE_API_VERSION,
-                    "kind": "ClusterProfile",
                     "namespace": profile_namespace(cluster),
                     "name": cluster,
                 }

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fleetplace.shared.api.ocm import GroupStrategy, Placement
+from fleetplace.shared.api.ocm import GroupStrategy, Placement, decision_page_name
 from fleetplace.shared.placement.fleet import ClusterInfo
 from fleetplace.shared.placement.reads import NOTHING, Reads
 from fleetplace.shared.placement.selectors import (
@@ -167,7 +167,7 @@ def paginate(placement_name: str, groups: Sequence[DecisionGroupResult]) -> list
     for g in groups:
         chunks = [g.clusters[i : i + PAGE_SIZE] for i in range(0, len(g.clusters), PAGE_SIZE)] or [()]
         for c in chunks:
-            pages.append(Page(f"{placement_name}-decision-{len(pages) + 1}", g.name, g.index, tuple(c)))
+            pages.append(Page(decision_page_name(placement_name, len(pages) + 1), g.name, g.index, tuple(c)))
     return pages
 
 

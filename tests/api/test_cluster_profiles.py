@@ -88,23 +88,12 @@ def test_the_public_profile_sample_matches_its_expectations() -> None:
     assert len(lines) == len(json.loads((DATA / "clusterprofile-ocm-sample.json").read_text()))
 
 
-def test_a_version_2_profile_is_read_like_version_1() -> None:
-    objects = bound_set(cluster("c1", claims={"region": "eu"}), cluster("c2"))
-    v2 = [
-        profile_of(o, "ns1", api_version="v1alpha2") if o["kind"] == "ManagedCluster" else o for o in objects
-    ]
-    spec = {
-        "predicates": [
-            {
-                "requiredClusterSelector": {
-                    "claimSelector": {
-                        "matchExpressions": [{"key": "region", "operator": "In", "values": ["eu"]}]
-                    }
-                }
-            }
-        ]
-    }
-    assert simulate_scenario([*v2, placement(spec)])["decisions"] == ["c1"]
+def test_a_version_2_profile_is_refused_as_no_upstream_crd_serves_it() -> None:
+    # cluster-inventory-api, OCM and KubeFleet ship ClusterProfile v1alpha1 only (docs/cluster-inventory.md)
+    doc = profile_of(cluster("c1"), "ns1", api_version="v1alpha2")
+    with pytest.raises(ObjectError, match=r"apiVersion: 'multicluster.x-k8s.io/v1alpha2' does not serve"):
+        read_object(doc, "profile.yaml")
+    read_object(profile_of(cluster("c1"), "ns1"), "profile.yaml")
 
 
 # ---- the mapping, field by field ---------------------------------------------------------------------

@@ -304,8 +304,8 @@ def test_sort_by_score_republishes_score_only_changes_at_most_once_per_rate_limi
     assert d["decisions"] == ["c3", "c2"] and d["sortBy"] == "Score"
     items = p.placement_decisions("ns1/a")["items"]  # type: ignore[index]
     assert items[0]["status"]["decisions"] == [
-        {"clusterName": "c3", "reason": "", "score": "90"},
-        {"clusterName": "c2", "reason": "", "score": "50"},
+        {"clusterName": "c3", "reason": "", "score": 90},  # int64 in the CRD
+        {"clusterName": "c2", "reason": "", "score": 50},
     ]
     _scored(p, {"c2": 95})  # same clusters, new order: a score-only change
     assert p.evaluate(T0 + timedelta(seconds=10)) == []  # within the 30 s limit

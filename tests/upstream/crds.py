@@ -47,13 +47,17 @@ class CRDFile:
 # The CRDs fleetplace reads or writes objects of, in the order an API server should be given them.
 CRD_FILES: tuple[CRDFile, ...] = (
     CRDFile(OCM_API, "cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml"),
-    CRDFile(OCM_API, "cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml"),
+    CRDFile(
+        OCM_API, "cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml"
+    ),
     CRDFile(
         OCM_API,
         "cluster/v1beta2/0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml",
     ),
     CRDFile(OCM_API, "cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml"),
-    CRDFile(OCM_API, "cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml"),
+    CRDFile(
+        OCM_API, "cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml"
+    ),
     CRDFile(
         OCM_API, "cluster/v1alpha1/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml"
     ),

@@ -10,7 +10,9 @@ from tests.upstream import crds
 def test_every_crd_fleetplace_uses_is_read_from_the_pinned_modules() -> None:
     paths = crds.upstream_crds()
     assert len(paths) == len(crds.CRD_FILES) == 8
-    assert all(f"@{crds.pinned_version(f.module)}" in str(p) for f, p in zip(crds.CRD_FILES, paths, strict=True))
+    assert all(
+        f"@{crds.pinned_version(f.module)}" in str(p) for f, p in zip(crds.CRD_FILES, paths, strict=True)
+    )
     kinds = set(crds.crd_documents())
     assert kinds == {
         ("cluster.open-cluster-management.io", "ManagedCluster"),

@@ -1,0 +1,62 @@
+"""`fleetplace hub`: the bridge between a hub's API server and the topics (docs/hub.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from fleetplace.services.commands.output import Bootstrap, Prefix
+from fleetplace.services.commands.worker import DEFAULTS, HttpPort, Instance, _run, _settings
+from fleetplace.shared.logging import configure_from_settings
+
+hub_app = typer.Typer(
+    help="Bridge a hub's API server and the topics: `fleetplace hub run` copies the hub's OCM objects "
+    "and ClusterProfiles onto their topics (docs/hub.md).",
+    no_args_is_help=True,
+)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(hub_app, name="hub")
+
+
+@hub_app.command("run")
+def hub_run(
+    bootstrap: Bootstrap = None,
+    prefix: Prefix = None,
+    http_port: HttpPort = DEFAULTS["http_port"],
+    kubeconfig: Annotated[
+        str,
+        typer.Option(
+            "--kubeconfig",
+            envvar="FLEETPLACE_HUB_KUBECONFIG",
+            metavar="PATH",
+            help="The hub's kubeconfig; default $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount.",
+        ),
+    ] = DEFAULTS["hub_kubeconfig"],
+    lease_namespace: Annotated[
+        str,
+        typer.Option(
+            "--lease-namespace",
+            envvar="FLEETPLACE_HUB_LEASE_NAMESPACE",
+            metavar="NAMESPACE",
+            help="Namespace of the Lease that keeps one bridge active per hub; default the pod's, else default.",
+        ),
+    ] = DEFAULTS["hub_lease_namespace"],
+    instance: Instance = "hub",
+) -> None:
+    """Watch ManagedClusters, sets, bindings, Placements, AddOnPlacementScores and ClusterProfiles
+    on the hub and publish each to its topic (a deletion as a tombstone)."""
+    from fleetplace.services.hub.api import HubError
+    from fleetplace.services.hub.worker import run_hub_bridge
+
+    settings = _settings(
+        bootstrap, prefix, http_port=http_port, hub_kubeconfig=kubeconfig, hub_lease_namespace=lease_namespace
+    )
+    configure_from_settings(settings)
+    try:
+        _run(run_hub_bridge(settings, instance))
+    except HubError as error:
+        typer.echo(f"error: the hub: {error}", err=True)
+        raise typer.Exit(2) from None
