@@ -9,29 +9,22 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import pytest
 
 from fleetplace.services.hub.agreement import ClusterDifference, Verdict
+from fleetplace.services.hub.api import HubApi
 from fleetplace.services.hub.desired import OCM, SIGMC, SliceFormat, placement_status
 from fleetplace.services.hub.rbac import MissingPermissions, Mode, Permission, cluster_role
 from fleetplace.services.hub.writeback import WriteBack
 from fleetplace.shared.control_plane import ApiError, ControlPlane
-from tests.hub.requests import ServerRequests, watch
+from tests.hub.requests import connected
 from tests.hub.slices import diff, ocm_pages, sigmc_slices
 
 pytestmark = pytest.mark.integration
 
-# The slice builder of this branch references a profile with apiVersion and kind, which
-# cluster-inventory-api v0.1.0's ClusterProfileReference does not have: the API server refuses
-# every slice. The builder that writes only name and namespace makes these pass (strict: a pass
-# then fails until the mark is removed).
-_REF_REFUSED = "apiVersion" in sigmc_slices("ns/p", [("", 0, ["c"])])[0]["decisions"][0]["clusterProfileRef"]
-shadow_builder = pytest.mark.xfail(
-    _REF_REFUSED, reason="the SIG-MC builder's clusterProfileRef is refused by the v0.1.0 CRD", strict=True
-)
 
 _OCM = "/apis/cluster.open-cluster-management.io/v1beta1"
 _SIGMC = "/apis/multicluster.x-k8s.io/v1alpha1"
@@ -42,6 +35,13 @@ def clusters(n: int, start: int = 0) -> list[str]:
 
 
 _namespaces = iter(range(1, 1_000_000))
+
+
+@pytest.fixture(name="api")
+async def admin_api(hub: ControlPlane) -> AsyncIterator[HubApi]:
+    """The bridge's own client, as the hub's admin."""
+    async with connected(hub) as client:
+        yield client
 
 
 @pytest.fixture(autouse=True)
@@ -102,14 +102,12 @@ def listed(hub: ControlPlane, base: str, namespace: str, placement: str = "web")
 # ---- shadow mode ------------------------------------------------------------------------------
 
 
-@shadow_builder
-async def test_shadow_slices_are_written_as_published_and_not_again(hub: ControlPlane) -> None:
+async def test_shadow_slices_are_written_as_published_and_not_again(hub: ControlPlane, api: HubApi) -> None:
     namespace = new_namespace(hub)
     make_placement(hub, namespace)
     key = f"{namespace}/web"
     writeback = WriteBack(Mode.SHADOW)
     publish(writeback, key, [("", 0, clusters(150))], 1, {"c000": "score 100"})
-    api = ServerRequests(hub)
     assert await writeback.write_dirty(api) == 2
     served = listed(hub, _SIGMC, namespace)
     assert {n: SIGMC.owned(o) for n, o in served.items()} == {
@@ -125,8 +123,9 @@ async def test_shadow_slices_are_written_as_published_and_not_again(hub: Control
     assert versions == {n: o["metadata"]["resourceVersion"] for n, o in served.items()}
 
 
-@shadow_builder
-async def test_a_slice_changed_under_the_sink_is_read_again_and_rewritten(hub: ControlPlane) -> None:
+async def test_a_slice_changed_under_the_sink_is_read_again_and_rewritten(
+    hub: ControlPlane, api: HubApi
+) -> None:
     """A write that loses the race (409) is planned again from what the hub serves then."""
     namespace = new_namespace(hub)
     key = f"{namespace}/web"
@@ -136,7 +135,7 @@ async def test_a_slice_changed_under_the_sink_is_read_again_and_rewritten(hub: C
     class Interleaved:
         """The real API server; before the sink's first update someone else edits the slice."""
 
-        def __init__(self, api: ServerRequests) -> None:
+        def __init__(self, api: HubApi) -> None:
             self.api = api
             self.raced = False
 
@@ -148,7 +147,6 @@ async def test_a_slice_changed_under_the_sink_is_read_again_and_rewritten(hub: C
                 hub.request("PUT", path, current)
             return await self.api.request(method, path, **kwargs)
 
-    api = ServerRequests(hub)
     await writeback.write_dirty(api)
     publish(writeback, key, [("", 0, clusters(3, 1))], 2)
     racing = Interleaved(api)
@@ -159,8 +157,7 @@ async def test_a_slice_changed_under_the_sink_is_read_again_and_rewritten(hub: C
     assert not writeback.dirty
 
 
-@shadow_builder
-async def test_a_slice_of_another_scheduler_is_never_overwritten(hub: ControlPlane) -> None:
+async def test_a_slice_of_another_scheduler_is_never_overwritten(hub: ControlPlane, api: HubApi) -> None:
     namespace = new_namespace(hub)
     key = f"{namespace}/web"
     theirs = sigmc_slices(key, [("", 0, ["c1"])])[0]
@@ -168,7 +165,6 @@ async def test_a_slice_of_another_scheduler_is_never_overwritten(hub: ControlPla
     hub.apply(theirs)
     writeback = WriteBack(Mode.SHADOW)
     publish(writeback, key, [("", 0, ["c2"])], 1)
-    api = ServerRequests(hub)
     await writeback.write_dirty(api)
     assert listed(hub, _SIGMC, namespace)["web-0"]["schedulerName"] == "someone-else"
     assert key in writeback.dirty
@@ -199,8 +195,9 @@ def ocm_writes(hub: ControlPlane, namespace: str, chosen: list[str]) -> None:
     )
 
 
-@shadow_builder
-async def test_shadow_mode_reports_agreement_and_a_planted_disagreement_by_cluster(hub: ControlPlane) -> None:
+async def test_shadow_mode_reports_agreement_and_a_planted_disagreement_by_cluster(
+    hub: ControlPlane, api: HubApi
+) -> None:
     namespace = new_namespace(hub)
     make_placement(hub, namespace)
     key = f"{namespace}/web"
@@ -210,7 +207,6 @@ async def test_shadow_mode_reports_agreement_and_a_planted_disagreement_by_clust
     publish(writeback, key, groups, 1, {"c3": "score 80"})
     writeback.observe("decisions", key, {**diff(key, groups, 2).to_value(), "generation": generation})
     ocm_writes(hub, namespace, ["c1", "c2", "c3"])
-    api = ServerRequests(hub)
     await writeback.write_dirty(api)
     assert writeback.agreements[key].verdict is Verdict.AGREEING
     ocm_writes(hub, namespace, ["c1", "c2", "c9"])  # the planted disagreement
@@ -225,14 +221,15 @@ async def test_shadow_mode_reports_agreement_and_a_planted_disagreement_by_clust
 # ---- replace mode -----------------------------------------------------------------------------
 
 
-async def test_replace_mode_writes_ocms_pages_and_placement_status_as_exported(hub: ControlPlane) -> None:
+async def test_replace_mode_writes_ocms_pages_and_placement_status_as_exported(
+    hub: ControlPlane, api: HubApi
+) -> None:
     namespace = new_namespace(hub)
     placement = make_placement(hub, namespace)
     key = f"{namespace}/web"
     groups = [("canary", 0, clusters(2)), ("", 1, clusters(120, 2))]
     writeback = WriteBack(Mode.REPLACE)
     publish(writeback, key, groups, 1)
-    api = ServerRequests(hub)
     await writeback.write_dirty(api)
     served = listed(hub, _OCM, namespace)
     exported = ocm_pages(key, groups)
@@ -260,17 +257,17 @@ Seen = list[tuple[str, Any]]  # ("version", clusters served) or ("marker", step)
 
 
 async def watch_versions(
-    hub: ControlPlane, path: str, fmt: SliceFormat, seen: Seen, ready: asyncio.Event
+    client: HubApi, path: str, fmt: SliceFormat, seen: Seen, ready: asyncio.Event
 ) -> None:
     """Every version of the placement's slices the API server serves, in its order, and the
     marker object's updates between them (the test's boundaries between two decisions)."""
-    start = hub.request("GET", path)
+    start = await client.request("GET", path)
     state = {
         o["metadata"]["name"]: fmt.clusters(o) for o in start["items"] if o["metadata"]["name"] != "marker"
     }
     seen.append(("version", {c for cs in state.values() for c in cs}))
     ready.set()
-    async for event in watch(hub, path, start["metadata"]["resourceVersion"]):
+    async for event in client.watch(path, start["metadata"]["resourceVersion"], timeout_s=600):
         obj = event["object"]
         name = obj["metadata"]["name"]
         if event["type"] == "BOOKMARK":
@@ -308,9 +305,9 @@ def random_decisions(count: int, seed: int) -> list[list[tuple[str, int, list[st
     return out
 
 
-@pytest.mark.parametrize("mode", [pytest.param(Mode.SHADOW, marks=shadow_builder), Mode.REPLACE])
+@pytest.mark.parametrize("mode", [Mode.SHADOW, Mode.REPLACE])
 async def test_no_served_version_lacks_a_still_selected_cluster_during_many_moves(
-    hub: ControlPlane, mode: Mode
+    hub: ControlPlane, api: HubApi, mode: Mode
 ) -> None:
     namespace = new_namespace(hub)
     make_placement(hub, namespace)
@@ -320,16 +317,20 @@ async def test_no_served_version_lacks_a_still_selected_cluster_during_many_move
     decisions = random_decisions(25, seed=41)
     writeback = WriteBack(mode)
     seen: Seen = []
-    api = ServerRequests(hub)
     ready = asyncio.Event()
-    watcher = asyncio.create_task(watch_versions(hub, path, fmt, seen, ready))
-    await ready.wait()
+    watcher = asyncio.create_task(watch_versions(api, path, fmt, seen, ready))
+    await asyncio.wait([asyncio.ensure_future(ready.wait()), watcher], return_when=asyncio.FIRST_COMPLETED)
+    if watcher.done():
+        watcher.result()  # the watch failed before it started: say how
     try:
         for step, groups in enumerate(decisions):
             publish(writeback, key, groups, step + 1)
             await writeback.write_dirty(api)
             mark(hub, fmt, namespace, step)
         while ("marker", len(decisions) - 1) not in seen:
+            if watcher.done():
+                watcher.result()  # the watch failed: say how
+                raise AssertionError("the watch ended")
             await asyncio.sleep(0.05)  # until the watch has delivered every write; no time asserted
     finally:
         watcher.cancel()
@@ -390,20 +391,20 @@ def unchanged(role: dict[str, Any]) -> None:
     return None
 
 
-@pytest.mark.parametrize("mode", [pytest.param(Mode.SHADOW, marks=shadow_builder), Mode.REPLACE])
+@pytest.mark.parametrize("mode", [Mode.SHADOW, Mode.REPLACE])
 async def test_the_minimal_role_starts_and_writes(hub: ControlPlane, mode: Mode) -> None:
     namespace = new_namespace(hub)
     make_placement(hub, namespace)
     key = f"{namespace}/web"
-    api = ServerRequests(hub, bound_token(hub, f"bridge-{mode.value}", mode, unchanged))
     writeback = WriteBack(mode)
-    await writeback.start(api)
-    publish(writeback, key, [("", 0, clusters(130))], 1)
-    assert await writeback.write_dirty(api) > 0
-    assert not writeback.dirty
-    assert len(listed(hub, _SIGMC if mode is Mode.SHADOW else _OCM, namespace)) == 2
-    publish(writeback, key, [("", 0, clusters(30, 100))], 2)  # a move and a deletion, with the same role
-    await writeback.write_dirty(api)
+    async with connected(hub, bound_token(hub, f"bridge-{mode.value}", mode, unchanged)) as api:
+        await writeback.start(api)
+        publish(writeback, key, [("", 0, clusters(130))], 1)
+        assert await writeback.write_dirty(api) > 0
+        assert not writeback.dirty
+        assert len(listed(hub, _SIGMC if mode is Mode.SHADOW else _OCM, namespace)) == 2
+        publish(writeback, key, [("", 0, clusters(30, 100))], 2)  # a move and a deletion, same role
+        await writeback.write_dirty(api)
     assert not writeback.dirty
     assert len(listed(hub, _SIGMC if mode is Mode.SHADOW else _OCM, namespace)) == 1
 
@@ -415,9 +416,9 @@ async def test_a_role_with_a_verb_less_fails_at_start_naming_it(hub: ControlPlan
             if rule["resources"] == ["placementdecisions"] and "delete" in rule["verbs"]:
                 rule["verbs"].remove("delete")
 
-    api = ServerRequests(hub, bound_token(hub, f"short-{mode.value}", mode, without_delete))
     group = "multicluster.x-k8s.io" if mode is Mode.SHADOW else "cluster.open-cluster-management.io"
-    with pytest.raises(MissingPermissions) as raised:
-        await WriteBack(mode).start(api)
+    async with connected(hub, bound_token(hub, f"short-{mode.value}", mode, without_delete)) as api:
+        with pytest.raises(MissingPermissions) as raised:
+            await WriteBack(mode).start(api)
     assert raised.value.missing == (Permission("delete", group, "placementdecisions"),)
     assert f"may not delete placementdecisions.{group}" in str(raised.value)
