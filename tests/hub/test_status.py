@@ -4,6 +4,11 @@ disagreement named by cluster."""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
+import sys
+
 import pytest
 
 from fleetplace.services.hub.agreement import ClusterDifference, Verdict, render_status
@@ -54,3 +59,18 @@ async def test_status_reports_agreement_then_the_planted_disagreement(
     assert planted.verdict is Verdict.DISAGREEING
     assert planted.differences == (ClusterDifference("c3", "fleetplace", "score 80"),)
     assert render_status([planted]) == f"{key}  disagreeing\n    c3  only fleetplace: score 80\n"
+    # the command prints the same report
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "fleetplace.services.cli", "hub", "status", "--bootstrap", broker],
+        env={
+            **os.environ,
+            "FLEETPLACE_TOPIC_PREFIX": topics.prefix,
+            "FLEETPLACE_HUB_KUBECONFIG": str(hub.kubeconfig),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"{key}  disagreeing\n    c3  only fleetplace: score 80\n" in done.stdout
