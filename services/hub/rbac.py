@@ -1,8 +1,9 @@
-"""The least the bridge may do on the hub, per mode, and the check it makes at start-up.
+"""The least the write-back half of the bridge may do on the hub, per mode, and the check it
+makes at start-up (the hub → topics half's roles and check are services/hub/access.py).
 
-The bridge reads the fleet (list and watch of the kinds it publishes), holds its Lease, and
-writes nothing else but PlacementDecisions and, in replace mode, Placement status. The ClusterRole of each mode
-is the table below, rendered into docs/hub.md; at start-up the bridge asks the API server, with one
+It writes nothing but PlacementDecisions and, in replace mode, Placement status, and reads the
+PlacementDecisions and Placements it compares and owns. The ClusterRole of each mode is the table
+below, rendered into docs/hub.md; at start-up the bridge asks the API server, with one
 SelfSubjectAccessReview per rule and verb (which every authenticated user may create), whether it
 holds each, and refuses to start naming every verb and resource it lacks — rather than failing on
 the first write, hours later, in the middle of a move.
@@ -28,9 +29,7 @@ __all__ = [
 ]
 
 OCM_CLUSTER = "cluster.open-cluster-management.io"
-OCM_ADDON = "addon.open-cluster-management.io"
 SIGMC = "multicluster.x-k8s.io"
-COORDINATION = "coordination.k8s.io"
 
 READ = ("get", "list", "watch")
 
@@ -57,30 +56,19 @@ class Permission:
         return f"{self.verb} {self.resource}" + (f".{self.group}" if self.group else "")
 
 
-# hub → topics: the kinds the bridge publishes
-_SOURCE = (
-    Rule(
-        OCM_CLUSTER,
-        ("managedclusters", "managedclustersets", "managedclustersetbindings", "placements"),
-        READ,
-    ),
-    Rule(OCM_ADDON, ("addonplacementscores",), READ),
-    Rule(SIGMC, ("clusterprofiles",), READ),
-    # the Lease that keeps one bridge active per hub
-    Rule(COORDINATION, ("leases",), ("get", "create", "update")),
-)
-
 _SINK = {
     # SIG-MC slices of its own beside OCM's; OCM's PlacementDecisions only read, to compare
     Mode.SHADOW: (
         Rule(SIGMC, ("placementdecisions",), (*READ, "create", "update", "delete")),
         Rule(OCM_CLUSTER, ("placementdecisions",), READ),
+        Rule(OCM_CLUSTER, ("placements",), ("get",)),
     ),
     # OCM's PlacementDecisions and the Placement status, as OCM's controller writes them;
     # placements/finalizers: an owner reference that blocks the owner's deletion needs it where
     # the OwnerReferencesPermissionEnforcement admission plugin runs
     Mode.REPLACE: (
         Rule(OCM_CLUSTER, ("placementdecisions",), (*READ, "create", "update", "delete")),
+        Rule(OCM_CLUSTER, ("placements",), ("get",)),
         Rule(OCM_CLUSTER, ("placementdecisions/status", "placements/status"), ("update",)),
         Rule(OCM_CLUSTER, ("placements/finalizers",), ("update",)),
     ),
@@ -88,7 +76,7 @@ _SINK = {
 
 
 def rules(mode: Mode) -> tuple[Rule, ...]:
-    return (*_SOURCE, *_SINK[mode])
+    return _SINK[mode]
 
 
 def permissions(mode: Mode) -> list[Permission]:

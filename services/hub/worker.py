@@ -26,6 +26,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
+from fleetplace.services.hub.access import reading, require
 from fleetplace.services.hub.api import HubApi, HubError, in_cluster_namespace
 from fleetplace.services.hub.kinds import HUB_KINDS, HubKind
 from fleetplace.services.hub.lease import Lease
@@ -180,7 +181,7 @@ class HubBridge:
             return
         lease = Lease(
             api,
-            namespace=settings.hub_lease_namespace or in_cluster_namespace() or "default",
+            namespace=lease_namespace(settings),
             name=settings.hub_lease_name,
             identity=self.identity,
             duration_s=settings.hub_lease_duration_s,
@@ -235,17 +236,23 @@ class HubBridge:
 
 
 async def connect(settings: Settings) -> HubApi:
-    """A connection to the hub that has answered once (`/version`): credentials that do not load,
-    a server that does not answer or refuses them, are a HubError before anything starts."""
+    """A connection to the hub that has answered (`/version`) and grants the bridge what it needs:
+    credentials that do not load, a server that does not answer or refuses them, a permission
+    missing, are a HubError before anything starts."""
     api = await HubApi.connect(
         settings.hub_kubeconfig or None, qps=settings.hub_qps, burst=settings.hub_burst
     )
     try:
         await api.request("GET", "/version")
+        await require(api, reading(lease_namespace(settings)))
     except HubError:
         await api.close()
         raise
     return api
+
+
+def lease_namespace(settings: Settings) -> str:
+    return settings.hub_lease_namespace or in_cluster_namespace() or "default"
 
 
 async def run_hub_bridge(settings: Settings, instance: str = "hub") -> None:

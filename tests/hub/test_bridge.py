@@ -374,3 +374,43 @@ def test_deleting_a_missing_object_is_an_api_error(hub: ControlPlane) -> None:
     with pytest.raises(ApiError) as error:
         hub.request("DELETE", f"{KIND['ManagedCluster'].list_path()}/no-such-cluster")
     assert error.value.status == 404
+
+
+async def test_the_bridge_whose_watch_comes_back_gone_lists_again_and_republishes_nothing(
+    hub_without_watch_cache: ControlPlane, broker: str, topics: Topics
+) -> None:
+    hub = hub_without_watch_cache
+    ns = namespace(hub)
+    kind = KIND["Placement"]
+    for name in ("a", "b"):
+        hub.apply({**example(kind, ns), "metadata": {"name": name, "namespace": ns}})
+    # watches end every second or two and resume from the last version they saw
+    async with running(settings_for(broker, topics.prefix, hub, hub_watch_timeout_s=1)) as bridge:
+
+        async def published(*names: str) -> bool:
+            return {f"{ns}/{n}" for n in names} <= table(
+                await topic_records(broker, topics.placements)
+            ).keys()
+
+        await eventually(lambda: published("a", "b"), "the placements")
+        namespace(hub)  # a later write, so that compaction passes every placement's version
+        hub.compact_etcd()
+        reflector = next(r for r in bridge.reflectors if r.kind is kind)
+        async with asyncio.timeout(60):
+            while reflector.relists_gone < 1:
+                await asyncio.sleep(0.1)
+        hub.apply({**example(kind, ns), "metadata": {"name": "c", "namespace": ns}})
+        await eventually(lambda: published("a", "b", "c"), "a placement created after the relist")
+        assert reflector.lists >= 2
+        gone = bridge.registry.get_sample_value("fleetplace_hub_watch_gone_total", {"kind": "Placement"})
+        assert gone is not None and gone >= 1
+    records = await topic_records(broker, topics.placements)
+    assert [k for k, _ in records if k.startswith(f"{ns}/")].count(f"{ns}/a") == 1, (
+        "the relist republished nothing"
+    )
+    items = hub.request("GET", kind.list_path())["items"]
+    on_hub = {
+        f"{i['metadata']['namespace']}/{i['metadata']['name']}": i["metadata"]["resourceVersion"]
+        for i in items
+    }
+    assert {k: v["metadata"]["resourceVersion"] for k, v in table(records).items()} == on_hub

@@ -1,90 +1,135 @@
-"""The bridge's least privilege: each mode's ClusterRole (as docs/hub.md shows it) writes nothing
-but PlacementDecisions, Placement status and its Lease, and the start-up check names every missing verb."""
+"""The bridge's roles, as docs/hub.md#rbac gives them, on the RBAC-enabled API server: a
+ServiceAccount holding exactly them runs the bridge; one lacking a verb is stopped at start with a
+message naming the verb and the resource."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from fleetplace.services.hub.rbac import (
-    MissingPermissions,
-    Mode,
-    Permission,
-    access_review,
-    check_permissions,
-    cluster_role,
-    permissions,
-)
+from fleetplace.shared.bus.broker import free_port
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.control_plane import ControlPlane, kubeconfig_text
+from tests.proc import readyz, stop_process
 
-ROOT = Path(__file__).resolve().parents[2]
-WRITES = {"create", "update", "patch", "delete", "deletecollection"}
+pytestmark = pytest.mark.integration
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "hub.md"
 
 
-def test_docs_show_each_modes_cluster_role_as_the_bridge_checks_it() -> None:
-    text = (ROOT / "docs" / "hub.md").read_text()
-    shown = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
-    roles = {doc["metadata"]["name"]: doc for doc in shown if doc.get("kind") == "ClusterRole"}
-    assert roles == {f"fleetplace-hub-{m.value}": cluster_role(m) for m in Mode}
+def documented_roles() -> list[dict[str, Any]]:
+    section = DOC.read_text().split("## RBAC", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```yaml\n(.*?)```", section, re.DOTALL)
+    assert block, "docs/hub.md#rbac has a yaml block"
+    return [d for d in yaml.safe_load_all(block.group(1)) if d]
 
 
-@pytest.mark.parametrize("mode", list(Mode))
-def test_the_bridge_writes_nothing_but_placement_decisions_placement_status_and_its_lease(mode: Mode) -> None:
-    written = {p.resource for p in permissions(mode) if p.verb in WRITES}
-    allowed = {
-        "placementdecisions",
-        "placementdecisions/status",
-        "placements/status",
-        "placements/finalizers",
-        "leases",
-    }
-    assert written <= allowed
-    if mode is Mode.SHADOW:
-        assert {p.group for p in permissions(mode) if p.verb in WRITES} == {
-            "multicluster.x-k8s.io",
-            "coordination.k8s.io",
-        }
-
-
-def test_a_subresource_is_asked_for_as_resource_and_subresource() -> None:
-    review = access_review(Permission("update", "cluster.open-cluster-management.io", "placements/status"))
-    assert review["kind"] == "SelfSubjectAccessReview"
-    assert review["spec"]["resourceAttributes"] == {
-        "verb": "update",
-        "group": "cluster.open-cluster-management.io",
-        "resource": "placements",
-        "subresource": "status",
-    }
-
-
-def test_the_full_role_passes_the_start_up_check() -> None:
-    asked: list[dict[str, Any]] = []
-
-    async def allowed(review: dict[str, Any]) -> bool:
-        asked.append(review["spec"]["resourceAttributes"])
-        return True
-
-    asyncio.run(check_permissions(Mode.REPLACE, allowed))
-    assert len(asked) == len(permissions(Mode.REPLACE))
-
-
-def test_a_role_with_a_verb_less_fails_naming_the_verb_and_resource() -> None:
-    async def allowed(review: dict[str, Any]) -> bool:
-        a = review["spec"]["resourceAttributes"]
-        return not (
-            a["verb"] == "update" and a["resource"] == "placements" and a.get("subresource") == "status"
+def service_account_with(hub: ControlPlane, roles: list[dict[str, Any]], tmp: Path) -> tuple[Path, str]:
+    """A fresh namespace and ServiceAccount bound to `roles` (each renamed to be its own; a Role is
+    put in that namespace); a kubeconfig with its token, and the namespace."""
+    ns = f"rbac{uuid.uuid4().hex[:8]}"
+    hub.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    hub.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bridge", "namespace": ns}})
+    subject = [{"kind": "ServiceAccount", "name": "bridge", "namespace": ns}]
+    for role in roles:
+        name = f"{ns}-{role['metadata']['name']}"
+        if role["kind"] == "ClusterRole":
+            hub.apply({**role, "metadata": {"name": name}})
+            binding = {"kind": "ClusterRoleBinding", "metadata": {"name": name}}
+        else:
+            hub.apply({**role, "metadata": {"name": name, "namespace": ns}})
+            binding = {"kind": "RoleBinding", "metadata": {"name": name, "namespace": ns}}
+        hub.apply(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                **binding,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role["kind"], "name": name},
+                "subjects": subject,
+            }
         )
+    token = hub.request(
+        "POST",
+        f"/api/v1/namespaces/{ns}/serviceaccounts/bridge/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )["status"]["token"]
+    kubeconfig = tmp / f"{ns}.kubeconfig"
+    kubeconfig.write_text(kubeconfig_text(hub.server, hub.credentials, token=token, user="bridge"))
+    return kubeconfig, ns
 
-    with pytest.raises(MissingPermissions) as raised:
-        asyncio.run(check_permissions(Mode.REPLACE, allowed))
-    assert raised.value.missing == (
-        Permission("update", "cluster.open-cluster-management.io", "placements/status"),
+
+def hub_run(broker: str, prefix: str, kubeconfig: Path, ns: str, port: int) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("FLEETPLACE_", "KAFKA_", "KUBECONFIG"))}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fleetplace.services.cli",
+            "hub",
+            "run",
+            "-b",
+            broker,
+            "--prefix",
+            prefix,
+            "--http-port",
+            str(port),
+            "--kubeconfig",
+            str(kubeconfig),
+            "--lease-namespace",
+            ns,
+        ],
+        env={**clean, "FLEETPLACE_LOG_LEVEL": "warning"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert str(raised.value) == (
-        "the hub bridge in replace mode may not update placements/status.cluster.open-cluster-management.io: "
-        "bind its credentials to the ClusterRole fleetplace-hub-replace (docs/hub.md)"
+
+
+async def test_the_documented_roles_are_enough(
+    hub: ControlPlane, broker: str, topics: Topics, tmp_path: Path
+) -> None:
+    kubeconfig, ns = service_account_with(hub, documented_roles(), tmp_path)
+    port = free_port()
+    process = hub_run(broker, topics.prefix, kubeconfig, ns, port)
+    try:
+        deadline = time.monotonic() + 90
+        while readyz(port) != 200:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline, "the bridge never became ready"
+            await asyncio.sleep(0.1)
+        lease = hub.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/fleetplace-hub")
+        assert lease["spec"]["holderIdentity"].endswith("_hub"), "it took its Lease in the namespace given"
+    finally:
+        stop_process(process)
+    assert process.returncode == 0
+
+
+@pytest.mark.parametrize("verb", ["list", "watch"])
+def test_a_role_a_verb_short_stops_the_bridge_at_start_naming_it(
+    hub: ControlPlane, broker: str, topics: Topics, tmp_path: Path, verb: str
+) -> None:
+    roles = documented_roles()
+    reader = next(r for r in roles if r["kind"] == "ClusterRole")
+    ocm = reader["rules"][0]
+    placements_without = {**ocm, "resources": ["placements"], "verbs": [v for v in ocm["verbs"] if v != verb]}
+    others = {**ocm, "resources": [r for r in ocm["resources"] if r != "placements"]}
+    smaller = {**reader, "rules": [others, placements_without, *reader["rules"][1:]]}
+    kubeconfig, ns = service_account_with(hub, [smaller, *[r for r in roles if r is not reader]], tmp_path)
+    process = hub_run(broker, topics.prefix, kubeconfig, ns, free_port())
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 2, stderr
+    assert (
+        f"error: the hub: the bridge may not {verb} placements.cluster.open-cluster-management.io" in stderr
     )
+    assert "managedclusters" not in stderr, "only what is missing is named"
+    assert "Traceback" not in stderr
