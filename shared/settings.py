@@ -237,6 +237,9 @@ class Settings(BaseSettings):
     hub_lease_retry_s: float = Field(default=2.0, gt=0)
     # A watch is ended by the API server after this long (spread up to twice it) and resumed.
     hub_watch_timeout_s: int = Field(default=300, ge=1)
+    # shadow: SIG-MC slices beside OCM's decisions; replace: OCM's own PlacementDecisions and
+    # Placement status, for a hub where OCM's placement controller does not run (docs/hub.md)
+    hub_mode: Literal["shadow", "replace"] = "shadow"
 
     log_level: LogLevel = "info"
     log_format: LogFormat = "json"

@@ -60,3 +60,47 @@ def hub_run(
     except HubError as error:
         typer.echo(f"error: the hub: {error}", err=True)
         raise typer.Exit(2) from None
+
+
+@hub_app.command("status")
+def hub_status(
+    bootstrap: Bootstrap = None,
+    prefix: Prefix = None,
+    kubeconfig: Annotated[
+        str,
+        typer.Option(
+            "--kubeconfig",
+            envvar="FLEETPLACE_HUB_KUBECONFIG",
+            metavar="PATH",
+            help="The hub's kubeconfig; default $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount.",
+        ),
+    ] = DEFAULTS["hub_kubeconfig"],
+) -> None:
+    """Shadow mode's agreement per placement: agreeing, disagreeing (each cluster only one side
+    chose, with fleetplace's explanation) or not comparable (and why)."""
+    import asyncio
+
+    from fleetplace.services.hub.agreement import render_status
+    from fleetplace.services.hub.api import HubError
+    from fleetplace.services.hub.status import agreements
+    from fleetplace.services.hub.worker import connect
+    from fleetplace.shared.bus.codec import DecodeLimits
+    from fleetplace.shared.bus.topics import Topics
+
+    settings = _settings(bootstrap, prefix, hub_kubeconfig=kubeconfig)
+
+    async def report() -> str:
+        api = await connect(settings)
+        try:
+            found = await agreements(
+                settings.kafka, Topics(settings.topic_prefix), api, DecodeLimits.from_settings(settings)
+            )
+        finally:
+            await api.close()
+        return render_status(found)
+
+    try:
+        typer.echo(asyncio.run(report()), nl=False)
+    except HubError as error:
+        typer.echo(f"error: the hub: {error}", err=True)
+        raise typer.Exit(2) from None

@@ -26,12 +26,15 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fleetplace.services.http import HttpServer
-from fleetplace.services.hub.access import reading, require
+from fleetplace.services.hub.access import AccessDenied, reading, require
+from fleetplace.services.hub.agreement import AgreementGauge
 from fleetplace.services.hub.api import HubApi, HubError, in_cluster_namespace
 from fleetplace.services.hub.kinds import HUB_KINDS, HubKind
 from fleetplace.services.hub.lease import Lease
+from fleetplace.services.hub.rbac import MissingPermissions, Mode, check_permissions
 from fleetplace.services.hub.source import Change, Reflector, Snapshot
 from fleetplace.services.hub.store import TopicStore
+from fleetplace.services.hub.writeback import WriteBack
 from fleetplace.services.lifecycle import RecordCounters, Topology, Turn, WorkerRuntime, run_until_signalled
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.envelope import HeaderStamp
@@ -82,6 +85,10 @@ class HubBridge:
         self.registry = CollectorRegistry()
         self.metrics = _Metrics(self.registry)
         self.kinds: dict[str, HubKind] = {self.topics.name(k.topic): k for k in HUB_KINDS}
+        # topics → hub: the scheduler's decisions, written back by the holder of the Lease
+        self.writeback = WriteBack(Mode(settings.hub_mode), AgreementGauge(self.registry))
+        self._decision_topics = {self.topics.decisions, self.topics.sigmc_placement_decisions}
+        self._decided = asyncio.Event()
         self.store = TopicStore()
         self.reflectors: list[Reflector] = []
         self.leading = False
@@ -91,7 +98,7 @@ class HubBridge:
         self.runtime = WorkerRuntime(
             settings,
             self,
-            Topology(broadcast=list(self.kinds), group=[], group_id=""),
+            Topology(broadcast=[*self.kinds, *self._decision_topics], group=[], group_id=""),
             name="hub bridge",
             instance=instance,
             registry=self.registry,
@@ -155,6 +162,9 @@ class HubBridge:
         """A record read back from a topic. The leader's store is its own (it wrote what follows);
         a standby keeps up with whatever is published."""
         self.metrics.consumed.labels(self.topics.unprefixed(record.topic)).inc()
+        if record.topic in self._decision_topics and record.key is not None:
+            self._observe_decision(record)
+            return
         if self.leading or record.key is None:
             return
         try:
@@ -163,6 +173,30 @@ class HubBridge:
             self.store.observe(record.topic, record.key, {})
             return
         self.store.observe(record.topic, decoded.key, decoded.value)
+
+    def _observe_decision(self, record: Record) -> None:
+        """Every instance folds the decisions, so a new holder of the Lease writes at once."""
+        try:
+            decoded = decode_record(record, self.limits)
+            self.writeback.observe(self.topics.unprefixed(record.topic), decoded.key, decoded.value)
+        except (DecodeError, ValueError) as error:
+            log.warning(
+                "decision record not written back", topic=record.topic, key=record.key, error=str(error)
+            )
+            return
+        self._decided.set()
+
+    async def _write_back(self, api: HubApi) -> None:
+        """While leading: every placement once, then each one whose decision changes."""
+        self.writeback.dirty |= set(self.writeback.published.placements())
+        while True:
+            self._decided.clear()
+            if self.writeback.dirty:
+                await self.writeback.write_dirty(api)
+            if not self.writeback.dirty:
+                await self._decided.wait()
+            else:
+                await asyncio.sleep(1.0)  # a placement the hub refused: retried after a pause
 
     # ---- leading: a background job of the runtime ------------------------------------------
     def _deliver(self, change: Change) -> None:
@@ -219,6 +253,7 @@ class HubBridge:
             for kind in HUB_KINDS
         ]
         tasks = [asyncio.create_task(r.run(), name=f"reflect {r.kind.kind}") for r in self.reflectors]
+        tasks.append(asyncio.create_task(self._write_back(api), name="write decisions back"))
         holding = asyncio.create_task(lease.hold(), name="hold the hub lease")
         try:
             done, _ = await asyncio.wait([holding, *tasks], return_when=asyncio.FIRST_COMPLETED)
@@ -245,6 +280,17 @@ async def connect(settings: Settings) -> HubApi:
     try:
         await api.request("GET", "/version")
         await require(api, reading(lease_namespace(settings)))
+
+        async def allowed(review: dict[str, Any]) -> bool:
+            answer = await api.request(
+                "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=review
+            )
+            return bool((answer.get("status") or {}).get("allowed"))
+
+        try:
+            await check_permissions(Mode(settings.hub_mode), allowed)
+        except MissingPermissions as error:
+            raise AccessDenied(str(error), 403) from None
     except HubError:
         await api.close()
         raise
