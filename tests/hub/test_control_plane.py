@@ -104,7 +104,9 @@ def test_rbac_refuses_a_service_account_without_a_role(hub: ControlPlane) -> Non
             hub.request("GET", "/apis/cluster.open-cluster-management.io/v1/managedclusters", token=token)
             break
         except ApiError as again:
-            assert again.status == 403
+            # 429 "storage is (re)initializing": past the authorizer, the watch cache re-listing
+            # after another test compacted etcd; asked again, it answers
+            assert again.status in (403, 429)
             assert time.monotonic() < deadline, "the role never took effect"
             time.sleep(0.2)
 
