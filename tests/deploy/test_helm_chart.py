@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from fleetplace.services import kafka_access
 from fleetplace.services.hub import access as hub_access
+from fleetplace.services.hub import rbac as hub_rbac
 from fleetplace.services.hub.kinds import HUB_KINDS
 from tests.deploy import chart
 from tests.deploy.chart import MATRIX, RenderError, of_kind, render
@@ -258,7 +259,9 @@ def test_the_hub_bridge_may_write_only_its_modes_decisions(
 ) -> None:
     rules = _rules(rendered[f"hub-{mode}-values.yaml"])
     for key in HUB_READS:
-        assert rules.pop(key) == {"list", "watch"}, key
+        # the write-back also gets the Placement it compares with or owns
+        wanted = {"list", "watch"} | ({"get"} if key[1] == "placements" else set())
+        assert rules.pop(key) == wanted, key
     sigmc = ("multicluster.x-k8s.io", "placementdecisions")
     ocm = ("cluster.open-cluster-management.io", "placementdecisions")
     if mode == "shadow":
@@ -300,8 +303,9 @@ def test_the_hub_bridge_is_granted_every_permission_its_start_up_check_asks_for(
     granted = _granted_permissions(rendered[f"hub-{mode}-values.yaml"])
     wanted = {(p.verb, p.group, p.resource, p.namespace) for p in hub_access.reading(chart.NAMESPACE)}
     assert wanted - granted == set()
-    # reading the hub takes nothing beyond what the check asks for
-    reads = {g for g in granted if g[2] in {k.plural for k in HUB_KINDS} | {"leases"}}
+    # reading the hub takes nothing beyond what the check asks for (and the write-back's own table)
+    writes = {(p.verb, p.group, p.resource, "") for p in hub_rbac.permissions(hub_rbac.Mode(mode))}
+    reads = {g for g in granted if g[2] in {k.plural for k in HUB_KINDS} | {"leases"}} - writes
     assert reads == wanted
 
 
@@ -309,13 +313,12 @@ def test_the_hub_bridge_is_granted_every_permission_its_start_up_check_asks_for(
 def test_the_hub_bridges_roles_are_the_write_back_table_where_it_exists(
     mode: str, rendered: dict[str, list[dict[str, Any]]]
 ) -> None:
-    """Where the write-back's own table of permissions exists (services/hub/rbac.py, the hub
-    issue's sink), the chart grants exactly it."""
-    rbac = pytest.importorskip(
-        "fleetplace.services.hub.rbac", reason="the write-back's permission table is not in this tree"
-    )
-    granted = {(v, g, r) for v, g, r, _ in _granted_permissions(rendered[f"hub-{mode}-values.yaml"])}
-    assert granted == {(p.verb, p.group, p.resource) for p in rbac.permissions(rbac.Mode(mode))}
+    """The chart grants exactly what the bridge's two start-up checks ask for: reading the hub and
+    its Lease (services/hub/access.py) and the mode's write-back table (services/hub/rbac.py)."""
+    granted = _granted_permissions(rendered[f"hub-{mode}-values.yaml"])
+    reading = {(p.verb, p.group, p.resource, p.namespace) for p in hub_access.reading(chart.NAMESPACE)}
+    writing = {(p.verb, p.group, p.resource, "") for p in hub_rbac.permissions(hub_rbac.Mode(mode))}
+    assert granted == reading | writing
 
 
 def test_only_the_hub_bridge_gets_a_kubernetes_token(rendered: dict[str, list[dict[str, Any]]]) -> None:

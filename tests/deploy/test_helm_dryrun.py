@@ -168,7 +168,12 @@ async def test_the_hub_bridge_starts_with_the_charts_roles_alone(
     roles = of_kind(objects, "ClusterRole") + of_kind(objects, "Role")
     kubeconfig, namespace = service_account_with(api_server, roles, tmp_path)
     port = free_port()
-    process = hub_run(broker, topics.prefix, kubeconfig, namespace, port)
+    # the mode the chart gives the bridge's pod, which its ClusterRole must be enough for
+    (deployment,) = [d for d in of_kind(objects, "Deployment") if d["metadata"]["name"].endswith("-hub")]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"] if e["name"] == "FLEETPLACE_HUB_MODE"}
+    assert env == {"FLEETPLACE_HUB_MODE": mode}
+    process = hub_run(broker, topics.prefix, kubeconfig, namespace, port, env)
     try:
         deadline = time.monotonic() + 90
         while readyz(port) != 200:

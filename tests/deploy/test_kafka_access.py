@@ -110,5 +110,7 @@ def test_the_scheduler_may_write_sigmc_slices_only_when_asked(
 
 def test_the_hub_bridge_writes_and_reads_back_the_topics_of_the_kinds_it_publishes() -> None:
     hub = next(w for w in kafka_access.workers() if w.name == "hub")
-    assert set(hub.writes) == {k.topic for k in HUB_KINDS} == set(hub.reads)
+    assert set(hub.writes) == {k.topic for k in HUB_KINDS}
+    # and reads the decisions it writes back to the hub (services/hub/writeback.py)
+    assert set(hub.reads) == set(hub.writes) | {"decisions", "sigmc-placement-decisions"}
     assert hub.group is None and hub.command == ("hub", "run")

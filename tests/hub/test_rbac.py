@@ -69,7 +69,9 @@ def service_account_with(hub: ControlPlane, roles: list[dict[str, Any]], tmp: Pa
     return kubeconfig, ns
 
 
-def hub_run(broker: str, prefix: str, kubeconfig: Path, ns: str, port: int) -> subprocess.Popen[str]:
+def hub_run(
+    broker: str, prefix: str, kubeconfig: Path, ns: str, port: int, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("FLEETPLACE_", "KAFKA_", "KUBECONFIG"))}
     return subprocess.Popen(
         [
@@ -89,7 +91,7 @@ def hub_run(broker: str, prefix: str, kubeconfig: Path, ns: str, port: int) -> s
             "--lease-namespace",
             ns,
         ],
-        env={**clean, "FLEETPLACE_LOG_LEVEL": "warning"},
+        env={**clean, "FLEETPLACE_LOG_LEVEL": "warning", **(env or {})},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
