@@ -1,5 +1,8 @@
 """Copy a run's topics under another prefix, record for record, at the same partitions and offsets
-(so `inputs` watermarks stay valid), optionally changing values on the way."""
+(so `inputs` watermarks stay valid), optionally changing values on the way.
+
+A copy cannot write a transaction's commit markers, which take offsets of their own: a run to be
+copied publishes at least once (`at_least_once`), on Apache Kafka too."""
 
 from __future__ import annotations
 
@@ -9,6 +12,12 @@ from collections.abc import Callable
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, start_client
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import Topics, ensure_topics
+from fleetplace.shared.settings import Settings
+
+
+def at_least_once(settings: Settings) -> Settings:
+    """`settings` with transactions off, so that the run's offsets hold only records."""
+    return settings.model_copy(update={"kafka": settings.kafka.model_copy(update={"transactions": "false"})})
 
 
 async def read_all(broker: str, topics: Topics) -> list[Record]:

@@ -22,7 +22,7 @@ from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import Topics, partition_for_key, planned_partitions
 from fleetplace.shared.queueing import ConfigError
 from fleetplace.shared.testing import unique_topic_prefix
-from tests.auditor.copying import copy_topics
+from tests.auditor.copying import at_least_once, copy_topics
 from tests.queue_worker.test_worker import Bus, app, partition, running, settings_for
 
 PREFIX = "q."
@@ -137,7 +137,7 @@ def test_the_queue_workers_placements_reproduce_and_a_forged_one_fails_the_audit
         await ensure_topics(broker, topics)
         async with Bus(broker, topics) as bus:
             await bus.config(partition(USER_RULE))
-            async with running(settings_for(broker, prefix)):
+            async with running(at_least_once(settings_for(broker, prefix))):
                 await bus.submit(app("a1", "alice"), app("a2", "bob"), app("a3", "alice"))
                 await bus.wait_for(lambda: len(bus.placements) == 3, "three placements")
                 await bus.config(partition(TAG_RULE, [{"name": "default"}]))

@@ -26,7 +26,7 @@ from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import Topics, ensure_topics
 from fleetplace.shared.rollout import Instant
 from fleetplace.shared.testing import unique_topic_prefix
-from tests.auditor.copying import copy_topics
+from tests.auditor.copying import at_least_once, copy_topics
 from tests.piped import assert_lines_fit_content
 from tests.rollout_worker.builders import CANARY, placement_decisions, report, rollout_object
 from tests.rollout_worker.harness import RolloutBus, running, settings_for
@@ -50,7 +50,8 @@ class Run:
 async def _record_rollouts(broker: str, prefix: str) -> list[dict[str, Any]]:
     topics = Topics(prefix)
     await ensure_topics(broker, topics)
-    worker_settings = settings_for(broker, prefix, clock="topic")
+    # copied by the tampering test (tests/auditor/copying.py)
+    worker_settings = at_least_once(settings_for(broker, prefix, clock="topic"))
     group = worker_settings.rollout_group_id
     async with RolloutBus(broker, topics) as bus, running(worker_settings):
 
