@@ -78,14 +78,16 @@ async def test_the_deployer_rolls_out_canary_first_group_by_group_until_complete
         await bus.wait_for(lambda: bool((bus.last("apps/web") or {}).get("complete")), what="complete diff")
 
 
+# each test gets its own FakeCluster: a shared instance would carry one broker's run into the next
 @pytest.mark.parametrize(
-    "fake",
-    [FakeCluster(failing=frozenset({"c1"})), FakeCluster(broken=frozenset({"c1"}))],
+    "failing, broken",
+    [(frozenset({"c1"}), frozenset()), (frozenset(), frozenset({"c1"}))],
     ids=["apply-raises", "health-says-failed"],
 )
 async def test_a_failing_canary_breaches_and_stops_the_rollout(
-    broker: str, topics: Topics, fake: FakeCluster
+    broker: str, topics: Topics, failing: frozenset[str], broken: frozenset[str]
 ) -> None:
+    fake = FakeCluster(failing=failing, broken=broken)
     async with RolloutBus(broker, topics) as bus, running(settings_for(broker, topics.prefix)):
         await start_rollout(bus)
         deployer, final = await deploy(broker, topics, fake)
