@@ -49,7 +49,11 @@ async def test_a_bookmark_moves_the_resource_version_without_an_object_event(
 
         # the store moves on through objects of another kind only; a consistent list of this
         # kind makes the API server's cache of it catch up with the store's current version
-        other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{uuid.uuid4().hex[:6]}"}}
+        other: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": f"c{uuid.uuid4().hex[:6]}"},
+        }
         for i in range(3):
             hub.apply({**other, "metadata": {**other["metadata"], "namespace": ns}, "data": {"i": str(i)}})
         current = hub.request("GET", kind.list_path(), timeout=60)["metadata"]["resourceVersion"]
