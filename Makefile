@@ -9,7 +9,7 @@ MODE := $(if $(filter-out 0,$(FLEETPLACE_PURE_PYTHON)),pure,compiled)
 NATIVE := $(VENV)/.native-$(MODE)
 COMPILED_SOURCES := $(shell $(PY) -c "import runpy; n = runpy.run_path('shared/native.py'); print(' '.join(n['path_of'](m) for m in n['MODULES']))")
 
-.PHONY: apache-kafka faults-apache helm native upstream-crds hub-binaries hub unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores clean
+.PHONY: apache-kafka faults-apache helm native upstream-crds hub-binaries hub unit-pure screenshots test lint typecheck unit faults fuzz load demo bench bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores bench-hub clean
 
 $(STAMP): pyproject.toml
 	@echo "fleetplace: installing the dependencies into $(VENV) (about two minutes the first time)"
@@ -129,7 +129,7 @@ demo: $(NATIVE)
 # Kafka, one KRaft node); each JSON line says which ("broker").
 BENCH_BROKER ?= embedded
 
-bench: bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores
+bench: bench-engine bench-queues bench-queues-whatif bench-e2e bench-audit bench-rollout bench-takeover bench-scores bench-hub
 
 bench-engine: $(NATIVE)
 	$(BIN)/python -m tests.bench.engine
@@ -159,6 +159,14 @@ bench-rollout: $(NATIVE)
 
 bench-scores: $(NATIVE)
 	$(BIN)/python -m tests.bench.scores
+
+# 5,000 ManagedClusters and 1,000 Placements created on a control plane: seconds until every
+# decision is on the hub as PlacementDecisions (a scheduler worker and the bridge in replace mode,
+# embedded broker), beside a plain list of the same objects, and the bridge's peak RSS
+# (tests/bench/hub.py)
+bench-hub: $(NATIVE)
+	@$(MAKE) --no-print-directory -s hub-binaries >&2
+	$(BIN)/python -m tests.bench.hub
 
 # Apache Kafka (KRaft) in the foreground from Maven Central (shared/apache_kafka.py): the first
 # line of stdout is KAFKA_BOOTSTRAP_SERVERS=...; Ctrl-C stops it and removes its data.
