@@ -19,7 +19,7 @@ import yaml
 
 from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.bus.topics import Topics
-from fleetplace.shared.control_plane import ControlPlane, kubeconfig_text
+from fleetplace.shared.control_plane import ApiError, ControlPlane, kubeconfig_text
 from tests.proc import readyz, stop_process
 
 pytestmark = pytest.mark.integration
@@ -111,7 +111,17 @@ async def test_the_documented_roles_are_enough(
             assert process.poll() is None, process.stderr.read() if process.stderr else ""
             assert time.monotonic() < deadline, "the bridge never became ready"
             await asyncio.sleep(0.1)
-        lease = hub.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/fleetplace-hub")
+        # ready is also a standby's state (caught up on its topics): the Lease may come a moment later
+        lease = None
+        while lease is None:
+            try:
+                lease = hub.request(
+                    "GET", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases/fleetplace-hub"
+                )
+            except ApiError as error:
+                assert error.status == 404 and time.monotonic() < deadline, error
+                assert process.poll() is None, process.stderr.read() if process.stderr else ""
+                await asyncio.sleep(0.1)
         assert lease["spec"]["holderIdentity"].endswith("_hub"), "it took its Lease in the namespace given"
     finally:
         stop_process(process)

@@ -57,4 +57,6 @@ async def test_decisions_and_the_placement_offsets_they_read_commit_together(
     seqs: dict[str, list[int]] = {}
     for d in bus.decisions:
         seqs.setdefault(d["placement"], []).append(d["seq"])
-    assert seqs == {f"ns1/{n}": [1, 2] for n in names}
+    # (a placement can be decided before every cluster is read, so the count of diffs varies)
+    assert seqs.keys() == {f"ns1/{n}" for n in names}
+    assert all(s == list(range(1, len(s) + 1)) and len(s) >= 2 for s in seqs.values()), seqs
