@@ -108,8 +108,9 @@ test: lint typecheck unit
 faults: $(NATIVE)
 	$(BIN)/pytest -m "faults and not apache" -s -p no:cacheprovider tests/faults
 
-# The same checks on a three-node Apache Kafka: partition leader and active controller SIGKILLed, a
-# rolling restart, a node SIGSTOPped for 20 s (tests/faults/test_apache_faults.py); JSON lines.
+# The same checks on a three-node Apache Kafka, while scheduler workers and then rollout workers
+# publish: partition leader and active controller SIGKILLed, a rolling restart, a node SIGSTOPped
+# for 20 s, worker SIGKILLs (tests/faults/test_apache_faults.py); JSON lines.
 faults-apache: $(NATIVE)
 	$(BIN)/pytest -m "faults and apache" -s -p no:cacheprovider tests/faults
 

@@ -271,27 +271,82 @@ async def partitions_of(consumer: Any, topics: Iterable[str], timeout: float = 1
         await asyncio.sleep(0.1)
 
 
+END_OFFSETS_STANDARD = "list-offsets"
+"""The path of a broker whose ListOffsets LATEST gives the end: the standard `end_offsets` call."""
+END_OFFSETS_FETCH = "fetch"
+"""The path of a broker whose ListOffsets LATEST is wrong (the embedded one): the end from a Fetch."""
+
+# bootstrap servers -> the path its broker needs, decided by the first conclusive probe
+_END_OFFSETS_PATHS: dict[str, str] = {}
+_FAR_FUTURE_MS = 1 << 62
+
+
+def end_offsets_path(kafka: KafkaSettings | str) -> str | None:
+    """The path `true_end_offsets` takes on these brokers, None while no probe was conclusive."""
+    return _END_OFFSETS_PATHS.get(_as_settings(kafka).bootstrap_servers or "")
+
+
 async def true_end_offsets(
     kafka: KafkaSettings | str, tps: Sequence[TP], timeout: float = 10.0
 ) -> dict[TP, int]:
     """Where reading each partition ends (`readable_end`: the high watermark, or the last stable offset
-    while a transaction is open), from a Fetch response (Tansu's ListOffsets LATEST is wrong)."""
+    while a transaction is open).
+
+    A broker whose ListOffsets LATEST is right (Apache Kafka) is asked with the standard
+    `end_offsets` call: with `read_committed` it answers the last stable offset. Where ListOffsets
+    LATEST is wrong (the embedded broker answers "base of the last batch + 1", see
+    docs/compatibility.md) the end comes from a Fetch response. Which one the brokers need is probed
+    once per bootstrap servers, on the first call whose partitions hold records: ListOffsets
+    must agree with the Fetch end on every partition, and a lookup by a timestamp after every
+    record must find nothing, as the protocol says. Until a probe is conclusive (every partition
+    empty), the Fetch path runs."""
     if not tps:
         return {}
+    bootstrap = _as_settings(kafka).bootstrap_servers or ""
     consumer = make_consumer(kafka, fetch_max_wait_ms=50, max_partition_fetch_bytes=1)
     await start_client(consumer)
     try:
         parts = [TopicPartition(t, p) for t, p in tps]
         consumer.assign(parts)
-        await consumer.seek_to_end(*parts)  # lands at a valid offset <= the true end
-        t0 = time.monotonic()
-        while any(readable_end(consumer, tp) is None for tp in parts):
-            if time.monotonic() - t0 > timeout:
-                raise TimeoutError("no fetch response for every partition")
-            await consumer.getmany(timeout_ms=50)
-        return {(tp.topic, tp.partition): int(readable_end(consumer, tp) or 0) for tp in parts}
+        path = _END_OFFSETS_PATHS.get(bootstrap)
+        if path == END_OFFSETS_STANDARD:
+            listed = await consumer.end_offsets(parts)
+            return {(tp.topic, tp.partition): int(listed[tp]) for tp in parts}
+        fetched = await _fetched_ends(consumer, parts, timeout)
+        if path is None:
+            verdict = await _probe_list_offsets(consumer, parts, fetched)
+            if verdict is not None:
+                _END_OFFSETS_PATHS[bootstrap] = verdict
+                log.info("end offsets path probed", bootstrap_servers=bootstrap, path=verdict)
+        return fetched
     finally:
-        await consumer.stop()
+        await stop_client(consumer)
+
+
+async def _fetched_ends(consumer: Any, parts: list[Any], timeout: float) -> dict[TP, int]:
+    await consumer.seek_to_end(*parts)  # lands at a valid offset <= the true end
+    t0 = time.monotonic()
+    while any(readable_end(consumer, tp) is None for tp in parts):
+        if time.monotonic() - t0 > timeout:
+            raise TimeoutError("no fetch response for every partition")
+        await consumer.getmany(timeout_ms=50)
+    return {(tp.topic, tp.partition): int(readable_end(consumer, tp) or 0) for tp in parts}
+
+
+async def _probe_list_offsets(consumer: Any, parts: list[Any], fetched: Mapping[TP, int]) -> str | None:
+    """END_OFFSETS_STANDARD when ListOffsets gives the ends the Fetch gave and finds nothing after the
+    last record, END_OFFSETS_FETCH when it does not, None when every partition is empty (an empty
+    partition proves nothing)."""
+    with_records = [tp for tp in parts if fetched[(tp.topic, tp.partition)] > 0]
+    if not with_records:
+        return None
+    listed = await consumer.end_offsets(with_records)
+    if any(int(listed[tp]) != fetched[(tp.topic, tp.partition)] for tp in with_records):
+        return END_OFFSETS_FETCH
+    after_all = await consumer.offsets_for_times({tp: _FAR_FUTURE_MS for tp in with_records})
+    if any(found is not None for found in after_all.values()):
+        return END_OFFSETS_FETCH
+    return END_OFFSETS_STANDARD
 
 
 async def caught_up(consumer: Any, tps: Iterable[TP]) -> bool:

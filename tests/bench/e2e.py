@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from aiokafka import TopicPartition
 from aiokafka.admin import NewTopic
 
 from fleetplace.shared.bus.broker import free_port
@@ -318,13 +319,20 @@ class Tail:
             await asyncio.sleep(0.005)
 
     async def read_to_end(self, timeout: float = 30.0) -> None:
-        """Wait until everything on the topic now has been read."""
+        """Wait until everything on the topic now has been read: the reader's position at each
+        partition's end. Not the last record's offset: the commit marker of a transaction takes an
+        offset of its own, so on Apache Kafka a partition can end after its last record."""
         ends = await true_end_offsets(self.bootstrap, self.reader.partitions)
-        await self.wait(
-            lambda: all(self.reader.watermark.next_offset(t, p) >= end for (t, p), end in ends.items()),
-            timeout,
-            f"reading {self.topic} to its end",
-        )
+        deadline = time.monotonic() + timeout
+        for (topic, partition), end in ends.items():
+            while self.reader.watermark.next_offset(topic, partition) < end:
+                self.follower.raise_if_failed()
+                consumer = self.reader._consumer
+                if consumer is not None and await consumer.position(TopicPartition(topic, partition)) >= end:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"reading {self.topic} to its end: not done after {timeout} s")
+                await asyncio.sleep(0.005)
 
 
 async def create_passthrough_topics(bootstrap: str, prefix: str) -> tuple[str, str]:

@@ -15,8 +15,11 @@ from fleetplace.shared.bus.codec import DecodeLimits, decode_object, decode_reco
 from fleetplace.shared.bus.envelope import DeadLetter, Envelope, dead_letter, new_envelope
 from fleetplace.shared.bus.errors import BusConfigError, BusConnectionError, DecodeError, TopicLayoutError
 from fleetplace.shared.bus.kafka import (
+    END_OFFSETS_FETCH,
+    END_OFFSETS_STANDARD,
     BroadcastReader,
     Watermark,
+    end_offsets_path,
     make_consumer,
     make_producer,
     poll,
@@ -193,6 +196,62 @@ async def test_broadcast_reader_is_caught_up_only_after_every_record_of_multi_re
         assert len(records) == 25
         assert [r.offset for r in records if r.partition == 0] == list(range(18))
         assert reader.watermark.inputs() == {"scores/0": 18, "scores/1": 7}
+
+
+async def test_true_end_offsets_takes_the_path_the_broker_needs_and_both_give_the_true_end(
+    broker: str, broker_kind: BrokerKind, topic_prefix: str
+) -> None:
+    topics = await _topics(broker, topic_prefix, "scores")
+    # the first read of empty partitions proves nothing about ListOffsets: the path stays open
+    # unless an earlier test of this process already probed these brokers
+    before = end_offsets_path(broker)
+    assert await true_end_offsets(broker, [(topics.scores, 0)]) == {(topics.scores, 0): 0}
+    assert end_offsets_path(broker) == before
+
+    # a batch of 10 then one of 5: ListOffsets on the embedded broker answers 11, the truth is 15
+    await _produce_batches(broker, topics.scores, [10, 5], partition=0)
+    first = await true_end_offsets(broker, [(topics.scores, 0), (topics.scores, 1)])
+    assert first == {(topics.scores, 0): 15, (topics.scores, 1): 0}
+    if not os.environ.get(EXTERNAL_BOOTSTRAP_ENV):
+        expected = END_OFFSETS_STANDARD if broker_kind == "apache" else END_OFFSETS_FETCH
+        assert end_offsets_path(broker) == expected
+
+    # once decided, the path keeps giving the true end as records arrive in batches
+    await _produce_batches(broker, topics.scores, [7, 3], partition=0)
+    await _produce_batches(broker, topics.scores, [4], partition=1)
+    assert await true_end_offsets(broker, [(topics.scores, 0), (topics.scores, 1)]) == {
+        (topics.scores, 0): 25,
+        (topics.scores, 1): 4,
+    }
+
+
+async def test_true_end_offsets_on_apache_kafka_stops_at_an_open_transaction(
+    broker: str, broker_kind: BrokerKind, topic_prefix: str
+) -> None:
+    if broker_kind != "apache":
+        pytest.skip("the embedded broker has no transactions")
+    topics = await _topics(broker, topic_prefix, "scores")
+    await _produce_batches(broker, topics.scores, [3], partition=0)
+    producer = make_producer(broker, transactional_id=f"{topic_prefix}end-offsets")
+    await producer.start()
+    try:
+        await producer.begin_transaction()
+        await producer.send_and_wait(topics.scores, b"open", key=b"k", partition=0)
+        # a read_committed reader can read no further than the open transaction's first record
+        assert await true_end_offsets(broker, [(topics.scores, 0)]) == {(topics.scores, 0): 3}
+        assert end_offsets_path(broker) == END_OFFSETS_STANDARD
+        await producer.commit_transaction()
+    finally:
+        await producer.stop()
+    # committed: the record and its commit marker are behind the end, once the coordinator has
+    # written the marker (it does so after answering the commit)
+    ends = {(topics.scores, 0): 3}
+    for _ in range(100):
+        ends = await true_end_offsets(broker, [(topics.scores, 0)])
+        if ends != {(topics.scores, 0): 3}:
+            break
+        await asyncio.sleep(0.1)
+    assert ends == {(topics.scores, 0): 5}
 
 
 async def test_broadcast_reader_iteration_announces_caught_up_then_follows_new_records(

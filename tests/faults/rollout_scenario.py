@@ -40,7 +40,7 @@ from fleetplace.shared.bus.deployer import RolloutDeployer
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
 from fleetplace.shared.bus.records import OutgoingRecord
-from fleetplace.shared.bus.topics import Topics, rollout_partition
+from fleetplace.shared.bus.topics import Topics, ensure_topics, rollout_partition
 from fleetplace.shared.rollout import (
     ClusterRolloutStatus,
     DecisionGroup,
@@ -52,7 +52,7 @@ from fleetplace.shared.rollout import (
     rollout,
 )
 from fleetplace.shared.testing import create_topics, unique_topic_prefix
-from tests.faults.processes import S3_BUCKET, FaultyBroker, MotoS3, WorkerProcess
+from tests.faults.processes import S3_BUCKET, FaultyBroker, FaultyCluster, MotoS3, WorkerProcess
 from tests.faults.scenario import Plan, _Run, audit, emit
 
 NAMESPACE = "faults"
@@ -103,6 +103,7 @@ class RolloutReport:
         return {
             "suite": "faults-rollout",
             "scenario": self.plan.name,
+            "broker": self.plan.faults.broker,
             "ok": self.ok,
             "seconds": round(self.seconds, 1),
             "workers": self.plan.faults.workers,
@@ -321,6 +322,8 @@ def check(
     by_rollout: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
     for d in outcome.diffs:
         seen = by_rollout[d["rollout"]].get(int(d["seq"]))
+        if seen is not None:
+            checks["diffs_repeated"] += 1
         if seen is not None and _answer(seen) != _answer(d):
             problems.append(f"{d['rollout']}: seq {d['seq']} published twice with different answers")
         by_rollout[d["rollout"]][int(d["seq"])] = d
@@ -439,8 +442,19 @@ async def run_rollouts(plan: RolloutPlan, workdir: Path) -> RolloutReport:
         if faults.storage == "s3":
             moto = stack.enter_context(MotoS3(workdir / "moto.log"))
             storage, env = f"s3://{S3_BUCKET}/", moto.broker_env()
-        broker = stack.enter_context(FaultyBroker(storage, env))
-        topics, _ = await create_topics(broker.bootstrap, prefix, work_partitions=faults.partitions)
+        broker: FaultyBroker | FaultyCluster
+        if faults.broker == "apache":
+            broker = cluster = stack.enter_context(FaultyCluster())
+            topics = Topics(prefix)
+            await ensure_topics(
+                broker.bootstrap,
+                topics,
+                work_partitions=faults.partitions,
+                replication_factor=cluster.kafka.node_count,
+            )
+        else:
+            broker = stack.enter_context(FaultyBroker(storage, env))
+            topics, _ = await create_topics(broker.bootstrap, prefix, work_partitions=faults.partitions)
         keys = rollout_keys(plan.rollouts, faults.partitions)
         workers = [
             WorkerProcess(broker.bootstrap, prefix, f"{prefix}rollout", f"w{i}", workdir, kind="rollout")
@@ -497,12 +511,15 @@ async def run_rollouts(plan: RolloutPlan, workdir: Path) -> RolloutReport:
             tasks = []
             if faults.kill_every:
                 tasks.append(state.kill_loop(workers))
-            if faults.broker_pause:
-                tasks.append(state.broker_pause(broker, *faults.broker_pause))
-            if faults.broker_restarts:
-                tasks.append(state.broker_restarts(broker))
             if faults.worker_pause:
                 tasks.append(state.worker_pause(workers[0], *faults.worker_pause))
+            if isinstance(broker, FaultyCluster):
+                tasks += state.node_faults(broker, (topics.rollout_decisions, topics.rollout_state))
+            else:
+                if faults.broker_pause:
+                    tasks.append(state.broker_pause(broker, *faults.broker_pause))
+                if faults.broker_restarts:
+                    tasks.append(state.broker_restarts(broker))
             timeline = asyncio.gather(*tasks)
             while state.elapsed() < faults.seconds:
                 bumped = [k for k in keys if done(k)]
@@ -546,6 +563,13 @@ async def run_rollouts(plan: RolloutPlan, workdir: Path) -> RolloutReport:
         outcome = await read_outcome(broker.bootstrap, topics)
         now = datetime.now(UTC)
         report.problems = check(outcome, groups, revisions, plan, now, report.checks)
+        report.checks["diffs_repeated"] += 0  # reported also when there are none
+        if faults.broker == "apache" and report.checks["diffs_repeated"]:
+            # the rollout workers publish in transactions there: a read_committed reader sees each
+            # diff once, also through worker kills and node faults
+            report.problems.append(
+                f"{report.checks['diffs_repeated']} diffs seen twice by a read_committed reader"
+            )
         if outcome.deadletters:
             report.problems.append(
                 f"{outcome.deadletters} dead letters: the deployers and the test send only good records"

@@ -232,12 +232,24 @@ class _Run:
         await asyncio.sleep(seconds)
         worker.resume()
 
-    async def leader_kill(self, cluster: FaultyCluster, topics: Topics, at: float) -> None:
+    def node_faults(self, cluster: FaultyCluster, leading: tuple[str, str]) -> list[Any]:
+        """The plan's faults of the Apache Kafka nodes; `leading`: the two output topics whose
+        partition 0's leader is the one killed (or paused)."""
+        plan = self.plan
+        tasks: list[Any] = []
+        if plan.leader_kill is not None:
+            tasks.append(self.leader_kill(cluster, leading, plan.leader_kill))
+        if plan.controller_kill is not None:
+            tasks.append(self.controller_kill(cluster, plan.controller_kill))
+        if plan.rolling_restart is not None:
+            tasks.append(self.rolling_restart(cluster, plan.rolling_restart))
+        if plan.node_pause is not None:
+            tasks.append(self.node_pause(cluster, leading[0], *plan.node_pause))
+        return tasks
+
+    async def leader_kill(self, cluster: FaultyCluster, leading: tuple[str, str], at: float) -> None:
         await self.at(at)
-        leaders = {
-            await asyncio.to_thread(cluster.kafka.partition_leader, topics.decisions, 0),
-            await asyncio.to_thread(cluster.kafka.partition_leader, topics.placements, 0),
-        }
+        leaders = {await asyncio.to_thread(cluster.kafka.partition_leader, topic, 0) for topic in leading}
         for node in leaders:
             await asyncio.to_thread(cluster.kill_and_restart, node, self.plan.node_down_s)
             self.faults["node_sigkill_partition_leader"] += 1
@@ -254,9 +266,9 @@ class _Run:
             await asyncio.to_thread(node.restart)
             self.faults["node_restart_rolling"] += 1
 
-    async def node_pause(self, cluster: FaultyCluster, topics: Topics, at: float, seconds: float) -> None:
+    async def node_pause(self, cluster: FaultyCluster, topic: str, at: float, seconds: float) -> None:
         await self.at(at)
-        node = await asyncio.to_thread(cluster.kafka.partition_leader, topics.decisions, 0)
+        node = await asyncio.to_thread(cluster.kafka.partition_leader, topic, 0)
         node.pause()
         self.faults["node_sigstop"] += 1
         await asyncio.sleep(seconds)
@@ -424,14 +436,7 @@ async def run(plan: Plan, workdir: Path) -> Report:
                 if plan.worker_pause:
                     tasks.append(state.worker_pause(workers[0], *plan.worker_pause))
                 if isinstance(broker, FaultyCluster):
-                    if plan.leader_kill is not None:
-                        tasks.append(state.leader_kill(broker, topics, plan.leader_kill))
-                    if plan.controller_kill is not None:
-                        tasks.append(state.controller_kill(broker, plan.controller_kill))
-                    if plan.rolling_restart is not None:
-                        tasks.append(state.rolling_restart(broker, plan.rolling_restart))
-                    if plan.node_pause is not None:
-                        tasks.append(state.node_pause(broker, topics, *plan.node_pause))
+                    tasks += state.node_faults(broker, (topics.decisions, topics.placements))
                 faults = asyncio.gather(*tasks)
                 while state.elapsed() < plan.seconds:
                     await driver.send(model.next_changes())
