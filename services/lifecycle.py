@@ -457,3 +457,20 @@ async def run_until_signalled(runtime: WorkerRuntime) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, runtime.stop)
     await runtime.run()
+
+
+class RunsOnRuntime:
+    """What every worker shows its CLI and its tests (`run`, `stop`, `http`): all of it its
+    `WorkerRuntime`'s, which the worker builds in its `__init__`."""
+
+    runtime: WorkerRuntime
+
+    @property
+    def http(self) -> HttpServer | None:
+        return self.runtime.http
+
+    def stop(self) -> None:
+        self.runtime.stop()
+
+    async def run(self) -> None:
+        await self.runtime.run()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Annotated
 
 import typer
@@ -17,6 +19,29 @@ hub_app = typer.Typer(
 )
 
 
+Kubeconfig = Annotated[
+    str,
+    typer.Option(
+        "--kubeconfig",
+        envvar="FLEETPLACE_HUB_KUBECONFIG",
+        metavar="PATH",
+        help="The hub's kubeconfig; default $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount.",
+    ),
+]
+
+
+@contextlib.contextmanager
+def _hub_errors() -> Iterator[None]:
+    """A hub that cannot be reached, read or written: one line naming it, exit 2."""
+    from fleetplace.services.hub.api import HubError
+
+    try:
+        yield
+    except HubError as error:
+        typer.echo(f"error: the hub: {error}", err=True)
+        raise typer.Exit(2) from None
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(hub_app, name="hub")
 
@@ -26,15 +51,7 @@ def hub_run(
     bootstrap: Bootstrap = None,
     prefix: Prefix = None,
     http_port: HttpPort = DEFAULTS["http_port"],
-    kubeconfig: Annotated[
-        str,
-        typer.Option(
-            "--kubeconfig",
-            envvar="FLEETPLACE_HUB_KUBECONFIG",
-            metavar="PATH",
-            help="The hub's kubeconfig; default $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount.",
-        ),
-    ] = DEFAULTS["hub_kubeconfig"],
+    kubeconfig: Kubeconfig = DEFAULTS["hub_kubeconfig"],
     lease_namespace: Annotated[
         str,
         typer.Option(
@@ -48,40 +65,27 @@ def hub_run(
 ) -> None:
     """Watch ManagedClusters, sets, bindings, Placements, AddOnPlacementScores and ClusterProfiles
     on the hub and publish each to its topic (a deletion as a tombstone)."""
-    from fleetplace.services.hub.api import HubError
     from fleetplace.services.hub.worker import run_hub_bridge
 
     settings = _settings(
         bootstrap, prefix, http_port=http_port, hub_kubeconfig=kubeconfig, hub_lease_namespace=lease_namespace
     )
     configure_from_settings(settings)
-    try:
+    with _hub_errors():
         _run(run_hub_bridge(settings, instance))
-    except HubError as error:
-        typer.echo(f"error: the hub: {error}", err=True)
-        raise typer.Exit(2) from None
 
 
 @hub_app.command("status")
 def hub_status(
     bootstrap: Bootstrap = None,
     prefix: Prefix = None,
-    kubeconfig: Annotated[
-        str,
-        typer.Option(
-            "--kubeconfig",
-            envvar="FLEETPLACE_HUB_KUBECONFIG",
-            metavar="PATH",
-            help="The hub's kubeconfig; default $KUBECONFIG, ~/.kube/config, else the pod's ServiceAccount.",
-        ),
-    ] = DEFAULTS["hub_kubeconfig"],
+    kubeconfig: Kubeconfig = DEFAULTS["hub_kubeconfig"],
 ) -> None:
     """Shadow mode's agreement per placement: agreeing, disagreeing (each cluster only one side
     chose, with fleetplace's explanation) or not comparable (and why)."""
     import asyncio
 
     from fleetplace.services.hub.agreement import render_status
-    from fleetplace.services.hub.api import HubError
     from fleetplace.services.hub.status import agreements
     from fleetplace.services.hub.worker import connect
     from fleetplace.shared.bus.codec import DecodeLimits
@@ -99,8 +103,5 @@ def hub_status(
             await api.close()
         return render_status(found)
 
-    try:
+    with _hub_errors():
         typer.echo(asyncio.run(report()), nl=False)
-    except HubError as error:
-        typer.echo(f"error: the hub: {error}", err=True)
-        raise typer.Exit(2) from None

@@ -25,7 +25,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from fleetplace.services.http import HttpServer
 from fleetplace.services.hub.access import AccessDenied, reading, require
 from fleetplace.services.hub.agreement import AgreementGauge
 from fleetplace.services.hub.api import HubApi, HubError, in_cluster_namespace
@@ -35,7 +34,14 @@ from fleetplace.services.hub.rbac import MissingPermissions, Mode, check_permiss
 from fleetplace.services.hub.source import Change, Reflector, Snapshot
 from fleetplace.services.hub.store import TopicStore
 from fleetplace.services.hub.writeback import WriteBack
-from fleetplace.services.lifecycle import RecordCounters, Topology, Turn, WorkerRuntime, run_until_signalled
+from fleetplace.services.lifecycle import (
+    RecordCounters,
+    RunsOnRuntime,
+    Topology,
+    Turn,
+    WorkerRuntime,
+    run_until_signalled,
+)
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.envelope import HeaderStamp
 from fleetplace.shared.bus.errors import DecodeError
@@ -71,7 +77,7 @@ class _Metrics:
         )
 
 
-class HubBridge:
+class HubBridge(RunsOnRuntime):
     """One bridge instance. `await bridge.run()` until `bridge.stop()` or a signal."""
 
     def __init__(self, settings: Settings, *, instance: str = "hub", api: HubApi | None = None) -> None:
@@ -105,16 +111,6 @@ class HubBridge:
             background=[self._lead],
             failpoints="hub",
         )
-
-    @property
-    def http(self) -> HttpServer | None:
-        return self.runtime.http
-
-    def stop(self) -> None:
-        self.runtime.stop()
-
-    async def run(self) -> None:
-        await self.runtime.run()
 
     # ---- the hooks the runtime calls --------------------------------------------------------
     @property

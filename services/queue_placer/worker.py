@@ -26,8 +26,7 @@ from aiokafka import TopicPartition
 from prometheus_client import CollectorRegistry, Counter
 from pydantic import ValidationError
 
-from fleetplace.services.http import HttpServer
-from fleetplace.services.lifecycle import Topology, Turn, WorkerRuntime, run_until_signalled
+from fleetplace.services.lifecycle import RunsOnRuntime, Topology, Turn, WorkerRuntime, run_until_signalled
 from fleetplace.shared.api.queues import ApplicationSubmission
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.delivery import Output
@@ -99,7 +98,7 @@ class QueueProcessor:
         return record
 
 
-class QueueWorker:
+class QueueWorker(RunsOnRuntime):
     """One queue-placer instance, run by `WorkerRuntime`: `await worker.run()` until `worker.stop()`."""
 
     def __init__(self, settings: Settings, *, instance: str = "queues") -> None:
@@ -137,16 +136,6 @@ class QueueWorker:
             debug_routes=[web.get("/debug/queues/{partition}", self._debug_queues)],
             failpoints="queues",
         )
-
-    @property
-    def http(self) -> HttpServer | None:
-        return self.runtime.http
-
-    def stop(self) -> None:
-        self.runtime.stop()
-
-    async def run(self) -> None:
-        await self.runtime.run()
 
     @property
     def ready(self) -> bool:

@@ -21,11 +21,11 @@ from aiokafka import TopicPartition
 from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import (
     Clock,
     PartitionOwnership,
     RecordCounters,
+    RunsOnRuntime,
     Topology,
     Turn,
     WorkerRuntime,
@@ -74,7 +74,7 @@ class _Metrics:
         self.timers = Gauge("fleetplace_timers_pending", "Recheck timers pending", registry=registry)
 
 
-class RolloutWorker:
+class RolloutWorker(RunsOnRuntime):
     """One rollout worker instance. `await worker.run()` until `worker.stop()` or a signal."""
 
     def __init__(self, settings: Settings, *, instance: str = "rollout") -> None:
@@ -123,10 +123,6 @@ class RolloutWorker:
     def producer(self) -> Any:
         return self.runtime.producer
 
-    @property
-    def http(self) -> HttpServer | None:
-        return self.runtime.http
-
     # ---- ownership ------------------------------------------------------------------------
     def _owns(self, key: str) -> bool:
         return self._partitions > 0 and rollout_partition(key, self._partitions) in self._assigned
@@ -154,12 +150,6 @@ class RolloutWorker:
         log.info("partitions assigned", partitions=sorted({p for _, p in assigned}))
 
     # ---- lifecycle ------------------------------------------------------------------------
-    def stop(self) -> None:
-        self.runtime.stop()
-
-    async def run(self) -> None:
-        await self.runtime.run()
-
     @property
     def ready(self) -> bool:
         """Caught up on the placements' decisions (the runtime adds: and the broker answers)."""

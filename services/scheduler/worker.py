@@ -24,11 +24,11 @@ from aiohttp import web
 from aiokafka import TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import (
     Clock,
     PartitionOwnership,
     RecordCounters,
+    RunsOnRuntime,
     Topology,
     Turn,
     WorkerRuntime,
@@ -147,7 +147,7 @@ class _Stamps:
         self.sigmc = HeaderStamp("io.fleetplace.sigmc-placement-decisions", source, now)
 
 
-class SchedulerWorker:
+class SchedulerWorker(RunsOnRuntime):
     """One scheduler instance. `await worker.run()` until `worker.stop()` or a signal."""
 
     def __init__(self, settings: Settings, *, instance: str = "scheduler") -> None:
@@ -224,10 +224,6 @@ class SchedulerWorker:
     @property
     def _group(self) -> Any:
         return self.runtime.group
-
-    @property
-    def http(self) -> HttpServer | None:
-        return self.runtime.http
 
     # ---- ownership ------------------------------------------------------------------------
     def _owns(self, key: str) -> bool:
@@ -315,12 +311,6 @@ class SchedulerWorker:
             await asyncio.sleep(self._step_s)
 
     # ---- lifecycle ------------------------------------------------------------------------
-    def stop(self) -> None:
-        self.runtime.stop()
-
-    async def run(self) -> None:
-        await self.runtime.run()
-
     @property
     def ready(self) -> bool:
         """Caught up on the broadcast state and on the placements of the partitions it owns (after

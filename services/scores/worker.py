@@ -26,10 +26,10 @@ import aiohttp
 from aiokafka import TopicPartition
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from fleetplace.services.http import HttpServer
 from fleetplace.services.lifecycle import (
     PartitionOwnership,
     RecordCounters,
+    RunsOnRuntime,
     Topology,
     Turn,
     WorkerRuntime,
@@ -96,7 +96,7 @@ class _Metrics:
         )
 
 
-class ScoreWorker:
+class ScoreWorker(RunsOnRuntime):
     """One score worker instance. `await worker.run()` until `worker.stop()` or a signal."""
 
     def __init__(self, settings: Settings, *, instance: str = "scores") -> None:
@@ -131,16 +131,6 @@ class ScoreWorker:
             background=[self._evaluator],
             failpoints="scores",
         )
-
-    @property
-    def http(self) -> HttpServer | None:
-        return self.runtime.http
-
-    def stop(self) -> None:
-        self.runtime.stop()
-
-    async def run(self) -> None:
-        await self.runtime.run()
 
     # ---- ownership ------------------------------------------------------------------------
     async def _flush(self) -> None:

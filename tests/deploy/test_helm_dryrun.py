@@ -11,13 +11,11 @@ unless FLEETPLACE_REQUIRE_HUB=1 (CI), where they fail."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import http.client
 import json
 import os
 import ssl
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,8 +27,9 @@ from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.bus.topics import Topics
 from tests.deploy import chart, crds
 from tests.deploy.chart import MATRIX, NAMESPACE, of_kind, render
+from tests.hub.processes import wait_ready
 from tests.hub.test_rbac import hub_run, service_account_with
-from tests.proc import readyz, stop_process
+from tests.proc import stop_process
 from tests.upstream.crds import upstream_crds
 
 REQUIRE_ENV = "FLEETPLACE_REQUIRE_HUB"
@@ -175,11 +174,7 @@ async def test_the_hub_bridge_starts_with_the_charts_roles_alone(
     assert env == {"FLEETPLACE_HUB_MODE": mode}
     process = hub_run(broker, topics.prefix, kubeconfig, namespace, port, env)
     try:
-        deadline = time.monotonic() + 90
-        while readyz(port) != 200:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "the bridge never became ready"
-            await asyncio.sleep(0.1)
+        await wait_ready(process, port)
     finally:
         stop_process(process)
     assert process.returncode == 0

@@ -17,8 +17,10 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from fleetplace.shared.apache_kafka import ApacheKafka, KafkaNode
-from fleetplace.shared.bus.broker import EmbeddedBroker, free_port
+from fleetplace.shared.bus.broker import MEMORY_STORAGE, EmbeddedBroker, free_port
 from fleetplace.shared.bus.errors import BrokerPortInUseError
+from fleetplace.shared.bus.topics import Topics, ensure_topics
+from fleetplace.shared.testing import create_topics
 
 S3_BUCKET = "tansu"
 
@@ -357,3 +359,25 @@ class WorkerProcess:
             path = self.log_dir / f"{self.name}-{n}.log"
             if path.exists():
                 yield from path.read_text(errors="replace").splitlines()
+
+
+async def fault_broker(
+    stack: contextlib.ExitStack, kind: str, storage: str, partitions: int, prefix: str, workdir: Path
+) -> tuple[FaultyBroker | FaultyCluster, Topics]:
+    """The broker a fault run injects into, stopped with `stack`, and its topics created: the
+    three-node Apache Kafka (replication factor 3) for kind `apache`, else the embedded broker on
+    `storage` (`s3`: moto's, started here too)."""
+    if kind == "apache":
+        cluster = stack.enter_context(FaultyCluster())
+        topics = Topics(prefix)
+        await ensure_topics(
+            cluster.bootstrap, topics, work_partitions=partitions, replication_factor=cluster.kafka.node_count
+        )
+        return cluster, topics
+    where, env = MEMORY_STORAGE, {}
+    if storage == "s3":
+        moto = stack.enter_context(MotoS3(workdir / "moto.log"))
+        where, env = f"s3://{S3_BUCKET}/", moto.broker_env()
+    broker = stack.enter_context(FaultyBroker(where, env))
+    topics, _ = await create_topics(broker.bootstrap, prefix, work_partitions=partitions)
+    return broker, topics

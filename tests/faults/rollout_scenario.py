@@ -34,13 +34,12 @@ import orjson
 from aiokafka.errors import KafkaError
 
 from fleetplace.shared.api.rollouts import RolloutStatusReport
-from fleetplace.shared.bus.broker import MEMORY_STORAGE
 from fleetplace.shared.bus.codec import decode_object, encode_json
 from fleetplace.shared.bus.deployer import RolloutDeployer
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
 from fleetplace.shared.bus.records import OutgoingRecord
-from fleetplace.shared.bus.topics import Topics, ensure_topics, rollout_partition
+from fleetplace.shared.bus.topics import Topics, rollout_partition
 from fleetplace.shared.rollout import (
     ClusterRolloutStatus,
     DecisionGroup,
@@ -51,8 +50,8 @@ from fleetplace.shared.rollout import (
     parse_go_duration,
     rollout,
 )
-from fleetplace.shared.testing import create_topics, unique_topic_prefix
-from tests.faults.processes import S3_BUCKET, FaultyBroker, FaultyCluster, MotoS3, WorkerProcess
+from fleetplace.shared.testing import unique_topic_prefix
+from tests.faults.processes import FaultyCluster, WorkerProcess, fault_broker
 from tests.faults.scenario import Plan, _Run, audit, emit
 
 NAMESPACE = "faults"
@@ -438,23 +437,9 @@ async def run_rollouts(plan: RolloutPlan, workdir: Path) -> RolloutReport:
     groups = decision_groups(plan)
     report = RolloutReport(plan, Counter())
     with contextlib.ExitStack() as stack:
-        storage, env = MEMORY_STORAGE, {}
-        if faults.storage == "s3":
-            moto = stack.enter_context(MotoS3(workdir / "moto.log"))
-            storage, env = f"s3://{S3_BUCKET}/", moto.broker_env()
-        broker: FaultyBroker | FaultyCluster
-        if faults.broker == "apache":
-            broker = cluster = stack.enter_context(FaultyCluster())
-            topics = Topics(prefix)
-            await ensure_topics(
-                broker.bootstrap,
-                topics,
-                work_partitions=faults.partitions,
-                replication_factor=cluster.kafka.node_count,
-            )
-        else:
-            broker = stack.enter_context(FaultyBroker(storage, env))
-            topics, _ = await create_topics(broker.bootstrap, prefix, work_partitions=faults.partitions)
+        broker, topics = await fault_broker(
+            stack, faults.broker, faults.storage, faults.partitions, prefix, workdir
+        )
         keys = rollout_keys(plan.rollouts, faults.partitions)
         workers = [
             WorkerProcess(broker.bootstrap, prefix, f"{prefix}rollout", f"w{i}", workdir, kind="rollout")

@@ -21,16 +21,15 @@ from typing import Any, Literal
 import orjson
 from aiokafka.errors import KafkaError
 
-from fleetplace.shared.bus.broker import MEMORY_STORAGE
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
 from fleetplace.shared.bus.records import OutgoingRecord
-from fleetplace.shared.bus.topics import Topics, ensure_topics
-from fleetplace.shared.testing import create_topics, unique_topic_prefix
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.testing import unique_topic_prefix
 from tests.faults.fleet import Change, FleetModel
 from tests.faults.outputs import Outputs, Verdict, diverging, read_all, verdict
-from tests.faults.processes import S3_BUCKET, FaultyBroker, FaultyCluster, MotoS3, WorkerProcess
+from tests.faults.processes import FaultyBroker, FaultyCluster, WorkerProcess, fault_broker
 
 
 @dataclass(frozen=True)
@@ -388,23 +387,9 @@ async def run(plan: Plan, workdir: Path) -> Report:
     prefix = unique_topic_prefix("faults")
     converged: float | None = None
     with contextlib.ExitStack() as stack:
-        storage, env = MEMORY_STORAGE, {}
-        if plan.storage == "s3":
-            moto = stack.enter_context(MotoS3(workdir / "moto.log"))
-            storage, env = f"s3://{S3_BUCKET}/", moto.broker_env()
-        broker: FaultyBroker | FaultyCluster
-        if plan.broker == "apache":
-            broker = cluster = stack.enter_context(FaultyCluster())
-            topics = Topics(prefix)
-            await ensure_topics(
-                broker.bootstrap,
-                topics,
-                work_partitions=plan.partitions,
-                replication_factor=cluster.kafka.node_count,
-            )
-        else:
-            broker = stack.enter_context(FaultyBroker(storage, env))
-            topics, _ = await create_topics(broker.bootstrap, prefix, work_partitions=plan.partitions)
+        broker, topics = await fault_broker(
+            stack, plan.broker, plan.storage, plan.partitions, prefix, workdir
+        )
         workers = [
             WorkerProcess(broker.bootstrap, prefix, f"{prefix}scheduler", f"w{i}", workdir)
             for i in range(plan.workers)

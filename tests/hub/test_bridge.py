@@ -10,7 +10,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -29,7 +28,8 @@ from fleetplace.shared.bus.kafka import BroadcastReader
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.control_plane import ApiError, ControlPlane
 from fleetplace.shared.settings import KafkaSettings, Settings
-from tests.proc import readyz, stop_process
+from tests.hub.processes import start_hub_bridge, wait_ready
+from tests.proc import stop_process
 
 pytestmark = pytest.mark.integration
 
@@ -187,7 +187,7 @@ async def test_an_ended_watch_resumes_from_its_version_without_listing_again(
         assert reflector.relists_gone == 0
 
 
-def bridge_process(broker: str, prefix: str, hub: ControlPlane, port: int) -> subprocess.Popen[bytes]:
+def bridge_process(broker: str, prefix: str, hub: ControlPlane, port: int) -> subprocess.Popen[str]:
     settings = settings_for(broker, prefix, hub)
     env = {
         **os.environ,
@@ -197,35 +197,7 @@ def bridge_process(broker: str, prefix: str, hub: ControlPlane, port: int) -> su
         "FLEETPLACE_HUB_LEASE_RETRY_S": "0.2",
         "FLEETPLACE_LOG_LEVEL": "warning",
     }
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fleetplace.services.cli",
-            "hub",
-            "run",
-            "-b",
-            broker,
-            "--prefix",
-            prefix,
-            "--kubeconfig",
-            str(hub.kubeconfig),
-            "--http-port",
-            str(port),
-        ],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-
-async def wait_ready(process: subprocess.Popen[bytes], port: int) -> None:
-    deadline = time.monotonic() + 90
-    while readyz(port) != 200:
-        assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-        assert time.monotonic() < deadline, "the bridge never became ready"
-        await asyncio.sleep(0.1)
+    return start_hub_bridge(broker, prefix, hub.kubeconfig, port, env)
 
 
 def clusters_on_hub(hub: ControlPlane) -> dict[str, str]:

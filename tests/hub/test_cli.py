@@ -5,29 +5,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.control_plane import kubeconfig_text, make_credentials
+from tests.hub.processes import hub_run_argv
 
 
 def hub_run(kubeconfig: Path) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("FLEETPLACE_", "KAFKA_", "KUBECONFIG"))}
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "fleetplace.services.cli",
-            "hub",
-            "run",
-            "-b",
-            "127.0.0.1:1",
-            "--http-port",
-            "0",
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
+        hub_run_argv("127.0.0.1:1", kubeconfig, 0),
         env=clean,
         capture_output=True,
         text=True,

@@ -8,7 +8,6 @@ import asyncio
 import os
 import re
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -20,7 +19,8 @@ import yaml
 from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.control_plane import ApiError, ControlPlane, kubeconfig_text
-from tests.proc import readyz, stop_process
+from tests.hub.processes import start_hub_bridge, wait_ready
+from tests.proc import stop_process
 
 pytestmark = pytest.mark.integration
 
@@ -72,30 +72,15 @@ def service_account_with(hub: ControlPlane, roles: list[dict[str, Any]], tmp: Pa
 def hub_run(
     broker: str, prefix: str, kubeconfig: Path, ns: str, port: int, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
+    """The bridge with none of this process's fleetplace, Kafka or kubeconfig settings."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("FLEETPLACE_", "KAFKA_", "KUBECONFIG"))}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fleetplace.services.cli",
-            "hub",
-            "run",
-            "-b",
-            broker,
-            "--prefix",
-            prefix,
-            "--http-port",
-            str(port),
-            "--kubeconfig",
-            str(kubeconfig),
-            "--lease-namespace",
-            ns,
-        ],
-        env={**clean, "FLEETPLACE_LOG_LEVEL": "warning", **(env or {})},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+    return start_hub_bridge(
+        broker,
+        prefix,
+        kubeconfig,
+        port,
+        {**clean, "FLEETPLACE_LOG_LEVEL": "warning", **(env or {})},
+        lease_namespace=ns,
     )
 
 
@@ -106,11 +91,8 @@ async def test_the_documented_roles_are_enough(
     port = free_port()
     process = hub_run(broker, topics.prefix, kubeconfig, ns, port)
     try:
+        await wait_ready(process, port)
         deadline = time.monotonic() + 90
-        while readyz(port) != 200:
-            assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "the bridge never became ready"
-            await asyncio.sleep(0.1)
         # ready is also a standby's state (caught up on its topics): the Lease may come a moment later
         lease = None
         while lease is None:
