@@ -2,8 +2,10 @@
 
 Sources: `scores` read whole by every instance (a global table: what is published, so that only
 changes and refreshes are sent, also after a restart), and `score-sources` through a consumer
-group, so instances split the sources by key. No offsets are committed: on assignment the
-partitions are read from the beginning. Sinks: `scores` (the AddOnPlacementScores, keyed as the
+group, so instances split the sources by key. On assignment the partitions are read from the
+beginning (a source's state is its latest record); the group's committed offsets only mark what
+was read before, so that a source that does not validate is dead-lettered once, not again at each
+rebalance or restart (in exactly-once mode a dead letter commits with its offset). Sinks: `scores` (the AddOnPlacementScores, keyed as the
 scheduler reads them), `score-source-status` (one record per evaluation) and `deadletter` (a
 source that does not validate; the previous version of it keeps running).
 
@@ -40,6 +42,7 @@ from fleetplace.services.scores.prometheus import evaluate
 from fleetplace.shared.api.admission import read_score_source
 from fleetplace.shared.api.objects import ObjectError
 from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
+from fleetplace.shared.bus.delivery import Output
 from fleetplace.shared.bus.envelope import HeaderStamp, dead_letter
 from fleetplace.shared.bus.errors import DecodeError
 from fleetplace.shared.bus.kafka import Batch, caught_up
@@ -109,6 +112,9 @@ class ScoreWorker(RunsOnRuntime):
         self.metrics = _Metrics(self.registry)
         self.state = ScoreSources()
         self._assigned: set[int] = set()
+        # per owned partition: the group's committed offset at assignment; records below it were
+        # read (and dead-lettered, if bad) before
+        self._read_before: dict[int, int] = {}
         self._caught_up = False
         self._ready = False
         self._finished: list[tuple[Finished | None, float]] = []
@@ -139,6 +145,8 @@ class ScoreWorker(RunsOnRuntime):
     def _revoke(self, revoked: set[tuple[str, int]]) -> None:
         partitions = {p for _, p in revoked}
         self._assigned -= partitions
+        for p in partitions:
+            self._read_before.pop(p, None)
         dropped = self.state.forget_partitions(partitions)
         self.metrics.sources.set(len(self.state.sources))
         log.info("partitions revoked", partitions=sorted(partitions), sources=dropped)
@@ -146,7 +154,12 @@ class ScoreWorker(RunsOnRuntime):
     async def _assign(self, assigned: set[tuple[str, int]]) -> None:
         self._assigned |= {p for _, p in assigned}
         if assigned:
-            await self.runtime.group.seek_to_beginning(*[TopicPartition(t, p) for t, p in assigned])
+            # the consumer may fetch while this runs: records of a partition are taken only once it
+            # is in `_read_before`, after the seek (on_records), and then from the beginning
+            tps = [TopicPartition(t, p) for t, p in sorted(assigned)]
+            committed = {tp.partition: await self.runtime.group.committed(tp) or 0 for tp in tps}
+            await self.runtime.group.seek_to_beginning(*tps)
+            self._read_before.update(committed)
         self._caught_up = False
         log.info("partitions assigned", partitions=sorted({p for _, p in assigned}))
 
@@ -178,10 +191,18 @@ class ScoreWorker(RunsOnRuntime):
             self._wake.set()
 
     async def on_records(self, records: list[Record], turn: Turn) -> None:
+        by_partition: dict[int, list[Record]] = {}
         for record in records:
-            letter = self._apply_source(record)
-            if letter is not None:
-                turn.outgoing.append(letter)
+            by_partition.setdefault(record.partition, []).append(record)
+        for partition, mine in sorted(by_partition.items()):
+            if partition not in self._read_before:
+                continue  # fetched while the partition was being taken over: read again after it
+            source = (self.topics.score_sources, partition)
+            letters = [r for r in map(self._apply_source, mine) if r is not None]
+            next_offset = mine[-1].offset + 1
+            if next_offset > self._read_before.get(partition, 0):
+                turn.commits[TopicPartition(*source)] = next_offset
+                turn.outputs.append(Output(letters, source=source, offsets={source: next_offset}))
         if not records and not self._caught_up and self._assigned:
             tps = [(self.topics.score_sources, p) for p in sorted(self._assigned)]
             self._caught_up = await caught_up(self.runtime.group, tps)
@@ -209,6 +230,8 @@ class ScoreWorker(RunsOnRuntime):
             if source.key != decoded.key:
                 raise ValueError(f"key {decoded.key!r} is not the source's <namespace>/<name> {source.key!r}")
         except (DecodeError, ObjectError, ValueError) as e:
+            if record.offset < self._read_before.get(record.partition, 0):
+                return None  # dead-lettered when it was first read
             self.metrics.deadletters.labels(SCORE_SOURCES).inc()
             log.warning(
                 "score source rejected; its previous version, if any, keeps running",

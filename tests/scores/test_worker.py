@@ -223,3 +223,44 @@ async def test_records_that_are_not_sources_are_dead_lettered_and_the_good_one_b
         assert "key 'scores/other-name' is not the source's <namespace>/<name> 'scores/e'" in errors
         assert set(worker.state.sources) == {KEY} and worker.runtime.ready
         assert metric(worker, "fleetplace_deadletters_total", topic="score-sources") == len(hostile)
+
+
+async def test_a_bad_source_is_dead_lettered_once_not_again_by_the_next_instance_or_a_restart(
+    broker: str, topics: Topics
+) -> None:
+    # every instance reads its partitions of score-sources from the beginning; what the group read
+    # before is not dead-lettered again, however many times it is read
+    settings = settings_for(broker, topics.prefix)
+    async with QueryServer() as prom, Outputs(broker, topics) as out:
+        prom.values = {"c1": 10}
+        async with running(settings) as first:
+            await out.send_raw("score-sources", "scores/a", b"not json")
+            await out.publish_source(source_doc(url=prom.url, interval="1s"))
+            await out.wait_for(lambda: len(out.deadletters) == 1, "the dead letter")
+            await out.wait_for(lambda: len(out.statuses(KEY)) >= 1, "the good source evaluated")
+            # a second instance joins: the partitions are split, each read again from the beginning
+            async with running(settings, instance="scores-2") as second:
+                await out.wait_for(
+                    lambda: bool(first._assigned) and bool(second._assigned),
+                    "the partitions shared by both instances",
+                    timeout=90,
+                )
+                await out.send_raw("score-sources", "scores/b", b"[1]")
+                await out.wait_for(lambda: len(out.deadletters) == 2, "the new bad record's dead letter")
+            # the second leaves: the first takes every partition back and reads it all again
+            await out.wait_for(
+                lambda: len(first._assigned) == 6 and set(first.state.sources) == {KEY},
+                "every partition back with the first instance",
+                timeout=90,
+            )
+        async with running(settings) as restarted:
+            # the embedded broker holds a group's join for half a session after a member left
+            await out.wait_for(
+                lambda: set(restarted.state.sources) == {KEY}, "the source read again", timeout=90
+            )
+            await out.send_raw("score-sources", "scores/c", b"{")
+            await out.wait_for(lambda: len(out.deadletters) == 3, "the third bad record's dead letter")
+            assert metric(restarted, "fleetplace_deadletters_total", topic="score-sources") == 1
+        counted = [metric(w, "fleetplace_deadletters_total", topic="score-sources") for w in (first, second)]
+        assert sum(counted) == 2  # scores/a by the first; scores/b by whichever owned its partition
+        assert [d["key"] for d in out.deadletters] == ["scores/a", "scores/b", "scores/c"]
