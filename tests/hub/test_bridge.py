@@ -95,15 +95,18 @@ def table(records: list[tuple[str, dict[str, Any] | None]]) -> dict[str, dict[st
     return {k: v for k, v in latest.items() if v is not None}
 
 
-async def eventually(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """Poll an async `check` until it returns something truthy."""
+async def eventually(
+    check: Callable[[], Any], what: str, timeout: float = 60.0, *, why: Callable[[], str] | None = None
+) -> Any:
+    """Poll an async `check` until it returns something truthy; `why` says, on a timeout, what
+    was still missing."""
     deadline = time.monotonic() + timeout
     while True:
         result = await check()
         if result:
             return result
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what}" + (f": {why()}" if why else ""))
         await asyncio.sleep(0.2)
 
 

@@ -156,21 +156,28 @@ async def test_replace_mode_writes_what_export_and_simulate_print_for_the_public
 
     bridge = settings_for(broker, topics.prefix, hub, hub_mode="replace")
     async with running_scheduler(scheduler_settings(broker, topics.prefix)), running(bridge):
+        behind: list[str] = []
 
         async def settled() -> bool:
+            behind.clear()
             for tag, scenario in scenarios.items():
                 key, line = scenario["placement"], expected[tag]
                 chosen = sorted(d[0] for p in pages_on_hub(hub, key) for d in page_view(p)["decisions"])
                 status = status_on_hub(hub, key)
                 if chosen != sorted(line["decisions"]):
-                    return False
-                if status.get("numberOfSelectedClusters") != line["numberOfSelectedClusters"]:
-                    return False
-                if conditions(status.get("conditions", [])) != conditions(line["conditions"]):
-                    return False
-            return True
+                    behind.append(f"{key}: decisions {chosen}, not {sorted(line['decisions'])}")
+                elif status.get("numberOfSelectedClusters") != line["numberOfSelectedClusters"]:
+                    behind.append(f"{key}: numberOfSelectedClusters {status.get('numberOfSelectedClusters')}")
+                elif conditions(status.get("conditions", [])) != conditions(line["conditions"]):
+                    behind.append(f"{key}: conditions {status.get('conditions')}")
+            return not behind
 
-        await eventually(settled, "every sample's decision and status on the hub", timeout=120)
+        await eventually(
+            settled,
+            "every sample's decision and status on the hub",
+            timeout=120,
+            why=lambda: "; ".join(behind),
+        )
 
     for tag, scenario in scenarios.items():
         key, line = scenario["placement"], expected[tag]
