@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -168,6 +168,11 @@ class WorkerLogic(Protocol):
         """Figures for the worker's last log line."""
         ...
 
+    def on_fenced(self, outputs: Sequence[Output]) -> None:
+        """These outputs of the turn were not published: another instance owns their partitions
+        now. What the worker remembered of them as published must go (RunsOnRuntime: nothing)."""
+        ...
+
 
 Partitions = set[tuple[str, int]]  # (topic, partition) pairs
 
@@ -196,29 +201,28 @@ class PartitionOwnership(ConsumerRebalanceListener):  # type: ignore[misc]
 
 
 class SinkOwnership(ConsumerRebalanceListener):  # type: ignore[misc]
-    """The sink follows the group: on revocation the worker finishes its part first (`inner`), then
-    the sink closes the partitions' transactional producers; on assignment the sink opens them
-    (fencing their last owners) before the worker takes the partitions over."""
+    """The sink and the worker follow the group. On revocation the worker finishes its part first
+    (`inner`), then the sink closes the partitions' transactional producers. On assignment the new
+    partitions are only paused and noted: the runtime's loop takes them over before its next turn
+    (`WorkerRuntime.take_over`).
+
+    Why not here: while a callback runs, aiokafka's coordinator waits for it, and so does what the
+    takeover needs of the coordinator (a fresh partition's committed offset, before a seek can
+    complete), and the heartbeats that keep the member in the group when another joins. A takeover
+    that waits on the network here can be expelled from the group and assigned again, over and over
+    (seen on a three-node Apache Kafka after a node stood still). Paused, a partition's records
+    reach the worker only after the previous owner is fenced and the worker has placed its reading."""
 
     def __init__(self, runtime: WorkerRuntime, inner: Any) -> None:
         self._runtime = runtime
         self._inner = inner
 
-    def _sources(self, tps: Any) -> set[TP]:
-        source = self._runtime.topology.source
-        return {(tp.topic, tp.partition) for tp in tps if tp.topic == source}
-
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        if self._inner is not None:
-            await self._inner.on_partitions_revoked(revoked)
-        if self._runtime.sink is not None:
-            await self._runtime.sink.release(self._sources(revoked))
+        self._runtime.not_taken_over(revoked)
+        await self._runtime.release(revoked)
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        if self._runtime.sink is not None:
-            await self._runtime.sink.own(self._sources(assigned))
-        if self._inner is not None:
-            await self._inner.on_partitions_assigned(assigned)
+        self._runtime.to_take_over(assigned)
 
 
 class WorkerRuntime:
@@ -268,8 +272,48 @@ class WorkerRuntime:
         self.http: HttpServer | None = None
         self.subscribed = False
         self._held: list[Record] = []
+        self._takeover: set[TopicPartition] = set()  # assigned, paused, not yet taken over
         self._stop = asyncio.Event()
         self._failpoint = Failpoint.from_env()
+
+    # ---- ownership --------------------------------------------------------------------------
+    def _sources(self, tps: Iterable[TopicPartition]) -> set[TP]:
+        source = self.topology.source
+        return {(tp.topic, tp.partition) for tp in tps if tp.topic == source}
+
+    def to_take_over(self, assigned: Iterable[TopicPartition]) -> None:
+        """Newly assigned partitions: paused until `take_over` (called in the group's callback)."""
+        fresh = set(assigned)
+        if fresh:
+            self.group.pause(*fresh)
+            self._takeover |= fresh
+
+    def not_taken_over(self, revoked: Iterable[TopicPartition]) -> None:
+        """Revoked before `take_over` reached them (called in the group's callback)."""
+        self._takeover -= set(revoked)
+
+    async def release(self, revoked: Iterable[TopicPartition]) -> None:
+        gone = set(revoked)
+        if self.rebalance_listener is not None:
+            await self.rebalance_listener.on_partitions_revoked(gone)
+        if self.sink is not None:
+            await self.sink.release(self._sources(gone))
+
+    async def take_over(self) -> None:
+        """Own the partitions assigned since the last turn: their transactional producers start
+        (fencing the previous owner, whose open transaction is aborted), the worker places its
+        reading (`rebalance_listener`), and only then are they resumed. A partition revoked while
+        this ran is released again; one assigned again meanwhile stays paused for the next round."""
+        while self._takeover:
+            taken, self._takeover = self._takeover, set()
+            if self.sink is not None:
+                await self.sink.own(self._sources(taken))
+            if self.rebalance_listener is not None:
+                await self.rebalance_listener.on_partitions_assigned(taken)
+            assigned = set(self.group.assignment())
+            if taken - assigned:
+                await self.release(taken - assigned)
+            self.group.resume(*(taken & assigned) - self._takeover)
 
     # ---- state ------------------------------------------------------------------------------
     @property
@@ -372,6 +416,8 @@ class WorkerRuntime:
             while not self._stop.is_set():
                 if group is not None and top.subscribe_when_ready and not self.subscribed and logic.ready:
                     self._subscribe()
+                if self._takeover:
+                    await self.take_over()
                 if reader_poll is None:
                     reader_poll = asyncio.create_task(reader.poll())
                 if (
@@ -437,6 +483,7 @@ class WorkerRuntime:
                 await self.sink.publish([Output(turn.take()), *outputs])
             except OutputFencedError as exc:
                 log.warning("outputs of partitions another instance owns now not published", error=str(exc))
+                self.logic.on_fenced([o for o in outputs if o.source in exc.partitions])
                 coordinator = getattr(self.group, "_coordinator", None)  # aiokafka's; no public rejoin
                 if coordinator is not None:
                     coordinator.request_rejoin()
@@ -471,6 +518,10 @@ class RunsOnRuntime:
 
     def stop(self) -> None:
         self.runtime.stop()
+
+    def on_fenced(self, outputs: Sequence[Output]) -> None:
+        """Nothing to take back: a worker that remembers what it published overrides this (or
+        publishes through its own path and handles the fence there)."""
 
     async def run(self) -> None:
         await self.runtime.run()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,6 +76,13 @@ class QueueProcessor:
         if isinstance(submission, Mapping) and not record.get("rejected"):
             with contextlib.suppress(ValidationError):
                 self.placer.place(ApplicationSubmission.model_validate(submission))
+
+    def withdraw(self, application_id: str) -> None:
+        """A placement made here was never published (fenced): forget it, so that whoever places
+        the application next, this instance or another, is not taken for a duplicate."""
+        record = self.placed.pop(application_id, None)
+        if record is not None and not record.get("rejected"):
+            self.placer.release(application_id, str(record["application"].get("partition", "")))
 
     def place(
         self, app: ApplicationSubmission, now: datetime, inputs: Mapping[str, int]
@@ -193,6 +200,12 @@ class QueueWorker(RunsOnRuntime):
 
     async def on_turn(self, turn: Turn) -> None:
         return None  # no timers: an application is placed when it arrives
+
+    def on_fenced(self, outputs: Sequence[Output]) -> None:
+        for output in outputs:
+            for record in output.records:
+                if record.topic == self.topics.app_placements and isinstance(record.key, str):
+                    self.state.withdraw(record.key)
 
     def _place(self, record: Record, now: datetime, inputs: Mapping[str, int]) -> list[OutgoingRecord]:
         try:

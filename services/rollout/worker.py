@@ -36,7 +36,7 @@ from fleetplace.services.rollout.ingest import ingest
 from fleetplace.shared.bus.codec import DecodedRecord, DecodeLimits, encode_json
 from fleetplace.shared.bus.delivery import Output, OutputFencedError
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
-from fleetplace.shared.bus.kafka import Batch, caught_up, send_all
+from fleetplace.shared.bus.kafka import Batch, caught_up, seek_to_beginning, send_all
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics, rollout_partition
 from fleetplace.shared.logging import get_logger
@@ -142,11 +142,13 @@ class RolloutWorker(RunsOnRuntime):
         log.info("partitions revoked", partitions=sorted(partitions))
 
     async def _assign(self, assigned: set[tuple[str, int]]) -> None:
+        # nothing is evaluated until the new partitions are read to their end from the beginning;
+        # they are owned from the seek on (the runtime holds their records back until then)
+        self._caught_up = False
+        if assigned:
+            await seek_to_beginning(self.runtime.group, *[TopicPartition(t, p) for t, p in assigned])
         self._assigned |= {p for _, p in assigned}
         self._partitions = sum(1 for t, _ in self.runtime.group_partitions if t == self.topics.rollouts)
-        if assigned:
-            await self.runtime.group.seek_to_beginning(*[TopicPartition(t, p) for t, p in assigned])
-        self._caught_up = False
         log.info("partitions assigned", partitions=sorted({p for _, p in assigned}))
 
     # ---- lifecycle ------------------------------------------------------------------------

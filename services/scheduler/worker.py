@@ -40,7 +40,14 @@ from fleetplace.services.scheduler.ingest import ingest
 from fleetplace.shared.bus.codec import DecodedRecord, DecodeLimits, encode_json
 from fleetplace.shared.bus.delivery import Output, OutputFencedError
 from fleetplace.shared.bus.envelope import H_RESOURCEVERSION, HeaderStamp, dead_letter
-from fleetplace.shared.bus.kafka import Batch, BroadcastReader, caught_up, partition_for_key, send_all
+from fleetplace.shared.bus.kafka import (
+    Batch,
+    BroadcastReader,
+    caught_up,
+    partition_for_key,
+    seek_to_beginning,
+    send_all,
+)
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.logging import get_logger
@@ -263,17 +270,21 @@ class SchedulerWorker(RunsOnRuntime):
         kept = {tp for tp in self._released & assigned if tp[1] in self._placement_next}
         dropped = self._forget_partitions(self._released - assigned)
         self._released = set()
-        self._assigned |= assigned
-        if assigned and self._group is not None:
-            fresh = [TopicPartition(t, p) for t, p in assigned - kept]
-            if fresh:
-                await self._group.seek_to_beginning(*fresh)
-            for t, p in kept:
-                self._group.seek(TopicPartition(t, p), self._placement_next[p])
-        self._need_catchup = True  # and catch up on decisions before evaluating
+        # nothing is evaluated until the partitions are read (and the decisions caught up on); they
+        # are owned from the seek on (the runtime holds their records back until then)
+        self._need_catchup = True
         self._placements_caught_up = False
         self._owned_stale = True
         self._stalled = False  # the group has spoken: what we own now is ours
+        if assigned and self._group is not None:
+            fresh = [TopicPartition(t, p) for t, p in assigned - kept]
+            if fresh:
+                await seek_to_beginning(self._group, *fresh)
+            still = self._group.assignment()
+            for t, p in kept:
+                if TopicPartition(t, p) in still:  # unless a rebalance took it meanwhile
+                    self._group.seek(TopicPartition(t, p), self._placement_next[p])
+        self._assigned |= assigned
         self.metrics.assigned_at.set(time.time())
         log.info(
             "partitions assigned",

@@ -45,7 +45,7 @@ from fleetplace.shared.bus.codec import DecodeLimits, decode_record, encode_json
 from fleetplace.shared.bus.delivery import Output
 from fleetplace.shared.bus.envelope import HeaderStamp, dead_letter
 from fleetplace.shared.bus.errors import DecodeError
-from fleetplace.shared.bus.kafka import Batch, caught_up
+from fleetplace.shared.bus.kafka import Batch, caught_up, seek_to_beginning
 from fleetplace.shared.bus.records import OutgoingRecord, Record
 from fleetplace.shared.bus.topics import SCORE_SOURCE_STATUS, SCORE_SOURCES, SCORES, Topics, spec
 from fleetplace.shared.logging import get_logger
@@ -152,15 +152,14 @@ class ScoreWorker(RunsOnRuntime):
         log.info("partitions revoked", partitions=sorted(partitions), sources=dropped)
 
     async def _assign(self, assigned: set[tuple[str, int]]) -> None:
-        self._assigned |= {p for _, p in assigned}
+        # owned from the seek on (the runtime holds their records back until then)
+        self._caught_up = False
         if assigned:
-            # the consumer may fetch while this runs: records of a partition are taken only once it
-            # is in `_read_before`, after the seek (on_records), and then from the beginning
             tps = [TopicPartition(t, p) for t, p in sorted(assigned)]
             committed = {tp.partition: await self.runtime.group.committed(tp) or 0 for tp in tps}
-            await self.runtime.group.seek_to_beginning(*tps)
+            await seek_to_beginning(self.runtime.group, *tps)
             self._read_before.update(committed)
-        self._caught_up = False
+        self._assigned |= {p for _, p in assigned}
         log.info("partitions assigned", partitions=sorted({p for _, p in assigned}))
 
     # ---- the hooks the runtime calls --------------------------------------------------------
@@ -195,8 +194,6 @@ class ScoreWorker(RunsOnRuntime):
         for record in records:
             by_partition.setdefault(record.partition, []).append(record)
         for partition, mine in sorted(by_partition.items()):
-            if partition not in self._read_before:
-                continue  # fetched while the partition was being taken over: read again after it
             source = (self.topics.score_sources, partition)
             letters = [r for r in map(self._apply_source, mine) if r is not None]
             next_offset = mine[-1].offset + 1

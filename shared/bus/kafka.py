@@ -123,6 +123,36 @@ async def start_client(client: Any) -> None:
         raise BusConnectionError(f"cannot reach Kafka: {exc}") from exc
 
 
+# How long a seek waits for its ListOffsets before the metadata is refreshed (`seek_to_beginning`).
+SEEK_METADATA_REFRESH_S = 2.0
+
+
+async def seek_to_beginning(consumer: Any, *tps: Any) -> None:
+    """`consumer.seek_to_beginning(*tps)`, done even right after a partition's leader moved.
+
+    aiokafka (0.14) answers a ListOffsets that the former leader refuses (NOT_LEADER_FOR_PARTITION)
+    by retrying it against the same node, without refreshing the metadata, until the periodic
+    refresh (`metadata_max_age_ms`, five minutes); its seek gives up after `request_timeout_ms`
+    with the partitions still unplaced. The Java client refreshes at once (KAFKA-9535). Here, a seek
+    that has not finished after SEEK_METADATA_REFRESH_S refreshes the metadata and waits again.
+    Partitions no longer assigned (a rebalance meanwhile) are left out."""
+    assigned = consumer.assignment()
+    tps = tuple(tp for tp in tps if tp in assigned)
+    if not tps:
+        return
+    seek = asyncio.ensure_future(consumer.seek_to_beginning(*tps))
+    try:
+        while not seek.done():
+            done, _ = await asyncio.wait({seek}, timeout=SEEK_METADATA_REFRESH_S)
+            if not done:
+                consumer._client.force_metadata_update()  # aiokafka's; no public refresh
+        if not seek.result():  # aiokafka's own timeout, or the partitions were unassigned meanwhile
+            await seek_to_beginning(consumer, *tps)
+    finally:
+        if not seek.done():
+            seek.cancel()
+
+
 def to_record(message: Any) -> Record:
     """aiokafka's ConsumerRecord (raw bytes, no deserializers) as a typed Record. Runs for every
     record a worker reads (thousands per fan-out), so the common case copies nothing."""
@@ -580,8 +610,7 @@ class BroadcastReader:
             self._tps = await partitions_of(consumer, self._topics)
             parts = [TopicPartition(t, p) for t, p in self._tps]
             consumer.assign(parts)
-            if parts:
-                await consumer.seek_to_beginning(*parts)
+            await seek_to_beginning(consumer, *parts)
         except BaseException:
             await consumer.stop()
             raise

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from aiokafka import TopicPartition
 
 import fleetplace.services.scheduler.worker as worker_module
 from fleetplace.services.scheduler.worker import SchedulerWorker
@@ -56,8 +57,11 @@ class _Group:
     async def getmany(self, **_options: Any) -> dict[Any, Any]:
         return {}
 
-    async def seek_to_beginning(self, *_partitions: Any) -> None:
-        return None
+    def assignment(self) -> set[TopicPartition]:
+        return {TopicPartition(PREFIX + "placements", 0)}
+
+    async def seek_to_beginning(self, *_partitions: Any) -> bool:
+        return True
 
 
 class _Sink:

@@ -6,17 +6,21 @@ partition's owner places the application), and the instance asks to rejoin its g
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import TopicPartition
 
 from fleetplace.services.lifecycle import Topology, Turn, WorkerRuntime
 from fleetplace.services.queue_placer.worker import QueueWorker
+from fleetplace.shared.api.queues import ApplicationSubmission
 from fleetplace.shared.bus.delivery import Delivery, Output, OutputFencedError
 from fleetplace.shared.bus.records import OutgoingRecord
 from fleetplace.shared.settings import KafkaSettings, Settings
+from tests.queue_worker.test_worker import USER_RULE, app, partition
 
 SOURCE = ("p.applications", 3)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class _Sink:
@@ -91,3 +95,35 @@ async def test_a_fenced_output_is_dropped_uncommitted_and_the_instance_rejoins()
 
 def test_the_source_of_a_worker_is_its_first_group_topic() -> None:
     assert Topology(broadcast=[], group=["a", "b"], group_id="g").source == "a"
+
+
+async def test_a_fenced_placement_is_forgotten_so_the_application_is_placed_again_not_as_a_duplicate() -> (
+    None
+):
+    # the placement was made here, but never published: the partition's next owner (this instance
+    # again, after it rejoined, or another) must place the application as new
+    sink = _Sink(fenced=True)
+    runtime, _ = _runtime(sink)
+    worker = runtime.logic
+    assert isinstance(worker, QueueWorker)
+    worker.state.apply_config("default", partition(USER_RULE))
+    submission = ApplicationSubmission.model_validate(app("app-1"))
+    first = worker.state.place(submission, NOW, {})
+    assert first is not None and not first.get("rejected")
+    await runtime.publish(_turn())
+    assert "app-1" not in worker.state.placed
+    again = worker.state.place(submission, NOW, {})
+    assert again is not None and not again.get("rejected"), again
+    assert again["queue"] == first["queue"]
+
+
+async def test_a_published_placement_stays_and_a_second_submission_is_a_duplicate() -> None:
+    sink = _Sink(fenced=False)
+    runtime, _ = _runtime(sink)
+    worker = runtime.logic
+    assert isinstance(worker, QueueWorker)
+    worker.state.apply_config("default", partition(USER_RULE))
+    submission = ApplicationSubmission.model_validate(app("app-1"))
+    assert worker.state.place(submission, NOW, {}) is not None
+    await runtime.publish(_turn())
+    assert worker.state.place(submission, NOW, {}) is None  # placed before: not placed twice

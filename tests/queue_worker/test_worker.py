@@ -224,13 +224,8 @@ def start_worker(
 
 
 async def test_a_killed_worker_restarts_placing_nothing_twice_and_losing_nothing(
-    broker: str, broker_kind: str, topics: Topics, request: pytest.FixtureRequest
+    broker: str, topics: Topics
 ) -> None:
-    if broker_kind == "apache":
-        # seen once in three CI runs on Apache Kafka: the restarted placer had not placed all 300
-        # after 150 s; the takeover after a kill in exactly-once mode is under investigation
-        # (`make faults-apache` shows the same kind of takeover deciding on state one transaction old)
-        request.applymarker(pytest.mark.xfail(reason="exactly-once takeover after a kill", strict=False))
     apps = [app(f"app{i:03d}", f"user{i % 7}") for i in range(300)]
     async with Bus(broker, topics) as bus:
         await bus.config(partition(USER_RULE))
