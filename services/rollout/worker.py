@@ -142,12 +142,13 @@ class RolloutWorker(RunsOnRuntime):
         log.info("partitions revoked", partitions=sorted(partitions))
 
     async def _assign(self, assigned: set[tuple[str, int]]) -> None:
-        # nothing is evaluated until the new partitions are read to their end from the beginning;
-        # they are owned from the seek on (the runtime holds their records back until then)
+        # nothing is evaluated until the new partitions are read to their end from the beginning:
+        # not while the seek waits, and not on a catch-up seen during it, from the old positions
         self._caught_up = False
         if assigned:
             await seek_to_beginning(self.runtime.group, *[TopicPartition(t, p) for t, p in assigned])
         self._assigned |= {p for _, p in assigned}
+        self._caught_up = False
         self._partitions = sum(1 for t, _ in self.runtime.group_partitions if t == self.topics.rollouts)
         log.info("partitions assigned", partitions=sorted({p for _, p in assigned}))
 

@@ -270,12 +270,9 @@ class SchedulerWorker(RunsOnRuntime):
         kept = {tp for tp in self._released & assigned if tp[1] in self._placement_next}
         dropped = self._forget_partitions(self._released - assigned)
         self._released = set()
-        # nothing is evaluated until the partitions are read (and the decisions caught up on); they
-        # are owned from the seek on (the runtime holds their records back until then)
-        self._need_catchup = True
-        self._placements_caught_up = False
-        self._owned_stale = True
-        self._stalled = False  # the group has spoken: what we own now is ours
+        # nothing is evaluated until the partitions are read (and the decisions caught up on): not
+        # while the seeks wait, and not on a catch-up seen during them, from the old positions
+        self._not_caught_up()
         if assigned and self._group is not None:
             fresh = [TopicPartition(t, p) for t, p in assigned - kept]
             if fresh:
@@ -285,6 +282,7 @@ class SchedulerWorker(RunsOnRuntime):
                 if TopicPartition(t, p) in still:  # unless a rebalance took it meanwhile
                     self._group.seek(TopicPartition(t, p), self._placement_next[p])
         self._assigned |= assigned
+        self._not_caught_up()
         self.metrics.assigned_at.set(time.time())
         log.info(
             "partitions assigned",
@@ -292,6 +290,12 @@ class SchedulerWorker(RunsOnRuntime):
             read_on=sorted(p for _, p in kept),
             placements_dropped=dropped,
         )
+
+    def _not_caught_up(self) -> None:
+        self._need_catchup = True
+        self._placements_caught_up = False
+        self._owned_stale = True
+        self._stalled = False  # the group has spoken: what we own now is ours
 
     def _check_stall(self, group: Any) -> bool:
         """True from a standstill of the event loop longer than `stall_seconds` of the group session,

@@ -160,6 +160,7 @@ class ScoreWorker(RunsOnRuntime):
             await seek_to_beginning(self.runtime.group, *tps)
             self._read_before.update(committed)
         self._assigned |= {p for _, p in assigned}
+        self._caught_up = False  # a catch-up seen during the seek was from the old positions
         log.info("partitions assigned", partitions=sorted({p for _, p in assigned}))
 
     # ---- the hooks the runtime calls --------------------------------------------------------
