@@ -18,11 +18,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fleetplace.shared.api.ocm import DECISION_GROUP_INDEX_LABEL, DECISION_GROUP_NAME_LABEL, PLACEMENT_LABEL
+from fleetplace.shared.api.ocm import (
+    DECISION_GROUP_INDEX_LABEL,
+    DECISION_GROUP_NAME_LABEL,
+    PLACEMENT_LABEL,
+    decision_page_name,
+)
 from fleetplace.shared.api.sigmc import (
     DECISION_INDEX_LABEL,
     DECISION_KEY_LABEL,
     SEQ_ANNOTATION,
+    slice_name,
 )
 
 __all__ = [
@@ -106,7 +112,8 @@ def _sigmc_set(obj: Obj, entries: list[Obj]) -> None:
 
 
 def _sigmc_carry(placement: str, in_use: int) -> Callable[[int], str]:
-    return lambda i: f"{placement}-{in_use + i}"
+    # named as a slice past the ones in use, shortened as every slice name is (docs/names.md)
+    return lambda i: slice_name(placement, in_use + i)
 
 
 _INDEX_SUFFIX = re.compile(r"-(\d+)$")
@@ -168,7 +175,8 @@ def _ocm_set(obj: Obj, entries: list[Obj]) -> None:
 
 
 def _ocm_carry(placement: str, in_use: int) -> Callable[[int], str]:
-    return lambda i: f"{placement}-decision-{in_use + 1 + i}"
+    # named as a page past the ones in use, shortened as every page name is (docs/names.md)
+    return lambda i: decision_page_name(placement, in_use + 1 + i)
 
 
 def _ocm_rename(obj: Obj, name: str) -> None:

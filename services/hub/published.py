@@ -95,6 +95,11 @@ class PublishedDecisions:
         diff = self._last.get(placement)
         return diff.generation if diff is not None else None
 
+    def seq(self, placement: str) -> int | None:
+        """The seq of the placement's decision in force (None before its first)."""
+        diff = self._last.get(placement)
+        return diff.seq if diff is not None else None
+
     def placements(self) -> list[str]:
         return sorted({p for p, keys in self._by_placement.items() if keys} | set(self._last))
 

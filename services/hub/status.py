@@ -8,11 +8,11 @@ makes (services/hub/agreement.py), so the command and the metric never disagree.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Iterable
 
-from fleetplace.services.auditor.explain import explain_decision
+from fleetplace.services.auditor.explain import NoDecision, explain_decision
 from fleetplace.services.auditor.history import read_history
-from fleetplace.services.hub.agreement import Agreement, why_not
+from fleetplace.services.hub.agreement import Agreement, explained, why_not
 from fleetplace.services.hub.rbac import Mode
 from fleetplace.services.hub.sink import HubRequests
 from fleetplace.services.hub.writeback import WriteBack
@@ -21,7 +21,7 @@ from fleetplace.shared.bus.kafka import BroadcastReader
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.settings import KafkaSettings
 
-__all__ = ["agreements"]
+__all__ = ["agreements", "why_not_chosen"]
 
 
 async def agreements(
@@ -44,25 +44,29 @@ async def agreements(
         except (DecodeError, ValueError):
             continue  # the workers dead-letter what does not decode; the report skips it
     found = [await writeback.agreement(hub, placement) for placement in writeback.published.placements()]
-    if not any(d.chosen_by == "ocm" for a in found for d in a.differences):
+    unexplained = [a.placement for a in found if any(d.chosen_by == "ocm" for d in a.differences)]
+    if not unexplained:
         return found
-    # why fleetplace did not choose what OCM chose: the decision explained from the topics
+    reasons = await why_not_chosen(kafka, topics, unexplained, limits)
+    return [explained(a, reasons.get(a.placement, {})) for a in found]
+
+
+async def why_not_chosen(
+    kafka: KafkaSettings | str,
+    topics: Topics,
+    placements: Iterable[str],
+    limits: DecodeLimits = DEFAULT_LIMITS,
+) -> dict[str, dict[str, str]]:
+    """Per placement, why fleetplace did not choose each cluster it left out: its decision in
+    force explained from the topics, as `fleetplace explain` does (the filter and its verdict, or
+    the score that lost). A placement without a decision on the topics has no reasons."""
     history = await read_history(kafka, topics, limits=limits)
-    out = []
-    for agreement in found:
-        if any(d.chosen_by == "ocm" for d in agreement.differences):
-            result = explain_decision(history, agreement.placement, limits=limits).result or {}
-            reasons = why_not(result.get("explain") or {})
-            agreement = replace(
-                agreement,
-                differences=tuple(
-                    d
-                    if d.chosen_by != "ocm"
-                    else replace(
-                        d, explanation=reasons.get(d.cluster, "fleetplace knows no cluster of this name")
-                    )
-                    for d in agreement.differences
-                ),
-            )
-        out.append(agreement)
+    out: dict[str, dict[str, str]] = {}
+    for placement in placements:
+        try:
+            result = explain_decision(history, placement, limits=limits).result or {}
+        except NoDecision:
+            out[placement] = {}
+            continue
+        out[placement] = why_not(result.get("explain") or {})
     return out

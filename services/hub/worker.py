@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +32,7 @@ from fleetplace.services.hub.kinds import HUB_KINDS, HubKind
 from fleetplace.services.hub.lease import Lease
 from fleetplace.services.hub.rbac import MissingPermissions, Mode, check_permissions
 from fleetplace.services.hub.source import Change, Reflector, Snapshot
+from fleetplace.services.hub.status import why_not_chosen
 from fleetplace.services.hub.store import TopicStore
 from fleetplace.services.hub.writeback import WriteBack
 from fleetplace.services.lifecycle import (
@@ -92,7 +93,9 @@ class HubBridge(RunsOnRuntime):
         self.metrics = _Metrics(self.registry)
         self.kinds: dict[str, HubKind] = {self.topics.name(k.topic): k for k in HUB_KINDS}
         # topics → hub: the scheduler's decisions, written back by the holder of the Lease
-        self.writeback = WriteBack(Mode(settings.hub_mode), AgreementGauge(self.registry))
+        self.writeback = WriteBack(
+            Mode(settings.hub_mode), AgreementGauge(self.registry), explainer=self._why_not_chosen
+        )
         self._decision_topics = {self.topics.decisions, self.topics.sigmc_placement_decisions}
         self._decided = asyncio.Event()
         self.store = TopicStore()
@@ -152,6 +155,11 @@ class HubBridge(RunsOnRuntime):
                 turn.outgoing.append(OutgoingRecord(topic, key, value, stamp.headers()))
                 self.metrics.published.labels(change.kind.topic, "delete" if obj is None else "upsert").inc()
                 self.published += 1
+
+    async def _why_not_chosen(self, placements: Sequence[str]) -> Mapping[str, Mapping[str, str]]:
+        """fleetplace's reasons for the clusters it left out, explained from the topics as
+        `fleetplace hub status` explains them."""
+        return await why_not_chosen(self.settings.kafka, self.topics, placements, self.limits)
 
     # ---- the store --------------------------------------------------------------------------
     def _observe(self, record: Record) -> None:

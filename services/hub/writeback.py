@@ -3,17 +3,25 @@
 The bridge feeds every record of `decisions` and `sigmc-placement-decisions` to `observe`; a
 record marks its placement dirty. While the bridge leads, `write_dirty` writes each dirty
 placement through the sink (shadow: the SIG-MC slices; replace: OCM's pages and the Placement
-status) and, in shadow mode, compares the result with OCM's decision for the same Placement. A
-placement that cannot be written is logged with the reason and retried on the next pass; the
-others go on.
+status) and, in shadow mode, compares the result with OCM's decision for the same Placement,
+explaining each cluster only OCM chose with fleetplace's reason for leaving it out (`Explainer`,
+asked once per pass and remembered per decision). A placement that cannot be written is logged
+with the reason and retried on the next pass; the others go on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from fleetplace.services.hub.agreement import Agreement, AgreementGauge, compare, fleetplace_side, ocm_side
+from fleetplace.services.hub.agreement import (
+    Agreement,
+    AgreementGauge,
+    compare,
+    explained,
+    fleetplace_side,
+    ocm_side,
+)
 from fleetplace.services.hub.published import PublishedDecisions
 from fleetplace.services.hub.rbac import Mode, check_permissions
 from fleetplace.services.hub.sink import DecisionSink, HubRequests, SinkError
@@ -21,7 +29,10 @@ from fleetplace.shared.api.ocm import PLACEMENT_LABEL
 from fleetplace.shared.api.sigmc import SCHEDULER_NAME
 from fleetplace.shared.logging import get_logger
 
-__all__ = ["WriteBack"]
+__all__ = ["Explainer", "WriteBack"]
+
+# placements -> per placement, fleetplace's reason for each cluster it did not choose
+Explainer = Callable[[Sequence[str]], Awaitable[Mapping[str, Mapping[str, str]]]]
 
 log = get_logger("fleetplace.hub")
 
@@ -29,12 +40,17 @@ _OCM = "/apis/cluster.open-cluster-management.io/v1beta1"
 
 
 class WriteBack:
-    def __init__(self, mode: Mode, gauge: AgreementGauge | None = None) -> None:
+    def __init__(
+        self, mode: Mode, gauge: AgreementGauge | None = None, explainer: Explainer | None = None
+    ) -> None:
         self.mode = mode
         self.published = PublishedDecisions()
         self.dirty: set[str] = set()
         self.agreements: dict[str, Agreement] = {}
         self.gauge = gauge
+        self.explainer = explainer
+        # placement -> (the seq of the decision explained, why it left out each cluster)
+        self._reasons: dict[str, tuple[int | None, Mapping[str, str]]] = {}
 
     def observe(self, topic: str, key: str, value: Mapping[str, Any] | None) -> None:
         """One record of `decisions` or `sigmc-placement-decisions` (unprefixed topic names)."""
@@ -76,9 +92,40 @@ class WriteBack:
                     raise
                 log.error("placement not written to the hub", placement=placement, error=str(error))
                 self.dirty.add(placement)
-        if self.gauge is not None and self.mode is Mode.SHADOW:
-            self.gauge.update(self.agreements.values())
+        if self.mode is Mode.SHADOW:
+            await self._explain(pending)
+            if self.gauge is not None:
+                self.gauge.update(self.agreements.values())
         return sink.count.writes
+
+    async def _explain(self, placements: Sequence[str]) -> None:
+        """Each cluster only OCM chose, explained by fleetplace's reason for leaving it out; the
+        reasons of one decision are asked for once. Without an explainer, or when it fails (the
+        report is worth having without them), the generic text stays."""
+        if self.explainer is None:
+            return
+        wanted = [
+            p
+            for p in placements
+            if p in self.agreements and any(d.chosen_by == "ocm" for d in self.agreements[p].differences)
+        ]
+        unknown = [
+            p for p in wanted if p not in self._reasons or self._reasons[p][0] != self.published.seq(p)
+        ]
+        if unknown:
+            try:
+                found = await self.explainer(unknown)
+            except Exception as error:  # the agreement stands without its reasons
+                log.warning("clusters only OCM chose not explained", placements=unknown, error=str(error))
+                found = {}
+            for placement in unknown:
+                if placement in found:
+                    self._reasons[placement] = (self.published.seq(placement), found[placement])
+        for placement in wanted:
+            if placement in self._reasons:
+                self.agreements[placement] = explained(
+                    self.agreements[placement], self._reasons[placement][1]
+                )
 
     async def _write(self, sink: DecisionSink, placement: str) -> None:
         if self.mode is Mode.SHADOW:

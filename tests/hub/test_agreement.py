@@ -12,6 +12,7 @@ from fleetplace.services.hub.agreement import (
     ClusterDifference,
     Verdict,
     compare,
+    explained,
     fleetplace_side,
     ocm_side,
     render_status,
@@ -128,3 +129,24 @@ def test_why_not_gives_the_filter_verdict_or_the_score_that_lost() -> None:
         "c2": "filtered by TaintToleration: taint gpu=broken:NoSelect is not tolerated",
         "c3": "scored 50 (Balance 50×1, Steady 0×1), below the clusters chosen",
     }
+
+
+def test_explained_gives_each_cluster_only_ocm_chose_fleetplaces_reason_and_leaves_the_rest() -> None:
+    agreement = compare(
+        KEY,
+        fleetplace_side(ours(["c1", "c3"], {"c3": "score 80"}), 2),
+        ocm_side(*ocm(["c1", "c8", "c9"])),
+        2,
+        {},
+    )
+    assert [d.explanation for d in agreement.differences if d.chosen_by == "ocm"] == [
+        "not selected; `fleetplace explain ns1/web` says why"
+    ] * 2
+    reasons = {"c9": "filtered by TaintToleration: taint gpu=broken:NoSelect is not tolerated"}
+    assert explained(agreement, reasons).differences == (
+        ClusterDifference("c3", "fleetplace", "score 80"),
+        ClusterDifference("c8", "ocm", "fleetplace knows no cluster of this name"),
+        ClusterDifference("c9", "ocm", reasons["c9"]),
+    )
+    agreeing = verdict_of(ours(["c1"]), ocm(["c1"]))
+    assert explained(agreeing, reasons) is agreeing

@@ -17,6 +17,7 @@ from fleetplace.services.hub.desired import (
     shadow_desired,
 )
 from fleetplace.services.hub.plan import Put, Remove, plan_placement
+from fleetplace.shared.api.names import DNS1123_SUBDOMAIN_MAX, dns1123_subdomain_problem
 from tests.hub.slices import CONFIGURED, SATISFIED, ocm_pages, served, sigmc_slices
 
 KEY = "ns1/web"
@@ -202,3 +203,60 @@ def test_a_score_is_written_as_the_integer_the_crd_declares() -> None:
     (written,) = replace_desired([page], "uid-web").values()
     assert written["status"]["decisions"] == [{"clusterName": "c1", "reason": "", "score": 87}]
     assert page["status"]["decisions"][0]["score"] == "87"  # the exported page is left as it was
+
+
+# ---- the names of the temporary slices -------------------------------------------------------
+
+_ALNUM = frozenset("abcxyz0189")
+
+
+@st.composite
+def placement_names(draw: st.DrawFn) -> str:
+    """A valid placement name (a DNS-1123 subdomain), most of them near the 253-character limit."""
+    length = draw(st.integers(230, DNS1123_SUBDOMAIN_MAX) | st.integers(1, DNS1123_SUBDOMAIN_MAX))
+    out: list[str] = []
+    for i, c in enumerate(
+        draw(st.lists(st.sampled_from(sorted(_ALNUM | {"-", "."})), min_size=length, max_size=length))
+    ):
+        previous = out[-1] if out else ""
+        if (c == "." and previous not in _ALNUM) or (c == "-" and previous in ("", ".")) or i == length - 1:
+            c = c if c in _ALNUM else "z"
+        out.append(c)
+    return "".join(out)
+
+
+def crossing(name: str, fmt: SliceFormat) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Two full slices of placement `name` that swap a cluster each way: neither can hold the
+    union of its old and new clusters, so the plan passes through a carry slice."""
+    key = f"ns1/{name}"
+    before = [("", 0, clusters(200))]
+    after = [("", 0, [*clusters(99), "c100", "c099", *clusters(99, 101)])]
+    if fmt is SIGMC:
+        return on_hub(shadow_desired(sigmc_slices(key, before))[key]), shadow_desired(
+            sigmc_slices(key, after, seq=2)
+        )[key]
+    served_pages = on_hub(replace_desired(ocm_pages(key, before), "uid"))
+    return served_pages, replace_desired(ocm_pages(key, after, seq=2), "uid")
+
+
+@settings(max_examples=80, deadline=None)
+@given(name=placement_names(), fmt=st.sampled_from([SIGMC, OCM]))
+def test_a_carry_slice_of_a_long_placement_name_is_a_valid_stable_name_of_its_own(
+    name: str, fmt: SliceFormat
+) -> None:
+    assert dns1123_subdomain_problem(name) is None, name
+    hub, desired = crossing(name, fmt)
+    ops = plan_placement(fmt, name, hub, desired)
+    carries = {op.name for op in ops} - set(hub) - set(desired)
+    assert len(carries) == 1, [op.name for op in ops]  # the crossing needs exactly one
+    (carry,) = carries
+    assert dns1123_subdomain_problem(carry) is None, carry
+    # named as the slices are: the next page or index after those in use
+    following = (OCM is fmt and "-decision-3") or "-2"
+    assert carry.endswith(following)
+    assert carry.removesuffix(following) == next(iter(desired)).removesuffix(
+        (OCM is fmt and "-decision-1") or "-0"
+    )
+    # the same name at every planning, and a Put then a Remove of it
+    assert plan_placement(fmt, name, hub, desired) == ops
+    assert [type(op) for op in ops if op.name == carry] == [Put, Remove]

@@ -4,9 +4,10 @@ hub is what `fleetplace export placementdecisions` and `fleetplace simulate` pri
 objects: the PlacementDecision pages (names, labels, decisions) and the Placement's status
 (conditions, numberOfSelectedClusters, decisionGroups).
 
-The scenarios taken are those whose every input is an object the bridge reads from the hub. The
-others start from an earlier PlacementDecision (Steady keeps it), which in replace mode is the
-scheduler's own earlier decision on the `decisions` topic, not an input on the hub.
+Some scenarios start from an earlier PlacementDecision (Steady keeps it). In replace mode that is
+fleetplace's own earlier decision (docs/hub.md, "Switching to replace mode"): the hub is seeded as
+fleetplace would have left it, the earlier decision on the `decisions` topic (what the scheduler
+reads back as the decision in force) and its page on the hub, written by fleetplace before.
 
 Each scenario's cluster-scoped objects (clusters, the set) get a prefix of their own and its
 placement a namespace of its own, so all of them run on one hub at once; the prefix is the same
@@ -26,10 +27,13 @@ from typing import Any
 import pytest
 
 from fleetplace.services.commands.simulate_scenarios import Scenario, run_scenario, scenarios_of
+from fleetplace.shared.api.decision_diff import DecisionDiff, DecisionGroup, DecisionTrigger
+from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.control_plane import ApiError, ControlPlane
 from tests.hub.test_bridge import eventually, running, settings_for
 from tests.placement.builders import NOW
+from tests.scheduler.harness import Bus
 from tests.scheduler.harness import running as running_scheduler
 from tests.scheduler.harness import settings_for as scheduler_settings
 
@@ -38,7 +42,6 @@ pytestmark = pytest.mark.integration
 # the public samples (the same bytes as the conformance examples the project is checked against)
 SAMPLES = Path(__file__).parents[1] / "placement" / "data" / "ocm-seed-article.json"
 ALL = json.loads(SAMPLES.read_text())
-ON_THE_HUB = [s for s in ALL if not any(o["kind"] == "PlacementDecision" for o in s["objects"])]
 _OCM = "/apis/cluster.open-cluster-management.io"
 _SET_LABEL = "cluster.open-cluster-management.io/clusterset"
 _PLACEMENT_LABEL = "cluster.open-cluster-management.io/placement"
@@ -60,6 +63,9 @@ def renamed(scenario: dict[str, Any], tag: str) -> dict[str, Any]:
             spec["clusterSet"] = f"{tag}-{spec['clusterSet']}"
         if "clusterSets" in spec:
             spec["clusterSets"] = [f"{tag}-{s}" for s in spec["clusterSets"]]
+        if obj["kind"] == "PlacementDecision":
+            for decision in obj["status"]["decisions"]:
+                decision["clusterName"] = f"{tag}-{decision['clusterName']}"
     out["placement"] = f"{tag}/{scenario['placement'].partition('/')[2]}"
     return out
 
@@ -72,14 +78,67 @@ def simulated(scenario: dict[str, Any]) -> dict[str, Any]:
     return line
 
 
+def earlier_pages(scenario: dict[str, Any]) -> list[dict[str, Any]]:
+    """The scenario's earlier PlacementDecisions: fleetplace's pages before the scenario."""
+    return [o for o in scenario["objects"] if o["kind"] == "PlacementDecision"]
+
+
 def create_on_hub(hub: ControlPlane, scenario: dict[str, Any], tag: str) -> None:
     hub.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": tag}})
     for obj in scenario["objects"]:
+        if obj["kind"] == "PlacementDecision":
+            continue  # after its Placement, which owns it
         hub.apply({k: v for k, v in obj.items() if k != "status"})
         if obj["kind"] == "ManagedCluster" and "status" in obj:
             # a klusterlet reports it through the status subresource
             path = f"{_OCM}/v1/managedclusters/{obj['metadata']['name']}/status"
             hub.request("PATCH", path, {"status": obj["status"]}, content_type="application/merge-patch+json")
+    placement = status_owner(hub, scenario["placement"])
+    for page in earlier_pages(scenario):
+        meta = page["metadata"]
+        hub.apply(
+            {
+                "apiVersion": page["apiVersion"],
+                "kind": "PlacementDecision",
+                "metadata": {**meta, "ownerReferences": [placement]},
+            },
+            field_manager="fleetplace",
+        )
+        path = f"{_OCM}/v1beta1/namespaces/{meta['namespace']}/placementdecisions/{meta['name']}/status"
+        hub.request("PATCH", path, {"status": page["status"]}, content_type="application/merge-patch+json")
+
+
+def status_owner(hub: ControlPlane, key: str) -> dict[str, Any]:
+    """The owner reference fleetplace's pages carry to their Placement."""
+    namespace, _, name = key.partition("/")
+    placement = read(hub, f"{_OCM}/v1beta1/namespaces/{namespace}/placements/{name}")
+    return {
+        "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+        "kind": "Placement",
+        "name": name,
+        "uid": placement["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def earlier_decision(scenario: dict[str, Any]) -> DecisionDiff | None:
+    """The decision fleetplace published before the scenario, as its earlier pages hold it: the
+    first on the placement's `decisions` log. Its status is not in the sample; the scheduler
+    publishes the decision again with its status when it evaluates."""
+    pages = sorted(earlier_pages(scenario), key=lambda p: p["metadata"]["name"])
+    if not pages:
+        return None
+    clusters = tuple(d["clusterName"] for p in pages for d in p["status"]["decisions"])
+    return DecisionDiff(
+        placement=scenario["placement"],
+        seq=1,
+        evaluated_at="2026-01-01T00:00:00Z",
+        trigger=DecisionTrigger("placement", scenario["placement"]),
+        added=clusters,
+        decisions=clusters,
+        groups=(DecisionGroup("", 0, clusters),),
+    )
 
 
 def exported(broker: str, prefix: str, key: str) -> list[dict[str, Any]]:
@@ -144,15 +203,19 @@ def conditions(listed: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
 async def test_replace_mode_writes_what_export_and_simulate_print_for_the_public_samples(
     hub: ControlPlane, broker: str, topics: Topics
 ) -> None:
-    assert len(ON_THE_HUB) >= 8, "the samples lost their scenarios without a prior decision"
+    assert len([s for s in ALL if earlier_pages(s)]) >= 8, "the samples lost their earlier decisions"
     run = uuid.uuid4().hex[:6]
-    scenarios = {f"s{run}-{i}": renamed(s, f"s{run}-{i}") for i, s in enumerate(ON_THE_HUB)}
+    scenarios = {f"s{run}-{i}": renamed(s, f"s{run}-{i}") for i, s in enumerate(ALL)}
     expected = {tag: simulated(s) for tag, s in scenarios.items()}
-    for tag, scenario in scenarios.items():
-        # the renamed scenario decides as the published one, names aside
-        wanted = [f"{tag}-{c}" for c in ON_THE_HUB[list(scenarios).index(tag)]["expect"]["decisions"]]
-        assert expected[tag]["decisions"] == wanted
-        create_on_hub(hub, scenario, tag)
+    async with Bus(broker, topics) as bus:
+        for tag, scenario in scenarios.items():
+            # the renamed scenario decides as the published one, names aside
+            wanted = [f"{tag}-{c}" for c in ALL[list(scenarios).index(tag)]["expect"]["decisions"]]
+            assert expected[tag]["decisions"] == wanted
+            create_on_hub(hub, scenario, tag)
+            earlier = earlier_decision(scenario)
+            if earlier is not None:
+                await bus.send("decisions", earlier.placement, encode_json(earlier.to_value()))
 
     bridge = settings_for(broker, topics.prefix, hub, hub_mode="replace")
     async with running_scheduler(scheduler_settings(broker, topics.prefix)), running(bridge):
