@@ -583,6 +583,7 @@ class BroadcastReader:
         self.watermark = Watermark(prefix)
         # per partition below its high watermark: (position, polls without progress, since when)
         self._behind: dict[TP, tuple[int, int, float]] = {}
+        self._positions: dict[TP, int] = {}  # each partition's position at the last poll
         self._held_up = False
 
     @property
@@ -667,6 +668,7 @@ class BroadcastReader:
             hw = readable_end(self._consumer, tp)
             position = await self._consumer.position(tp)
             key = (topic, partition)
+            self._positions[key] = position
             if hw is None or position >= hw:
                 self._behind.pop(key, None)
                 at_end = at_end and hw is not None
@@ -736,12 +738,17 @@ class BroadcastReader:
                 raise TimeoutError(f"not caught up after {timeout} s ({len(collected)} records read)")
 
     def lag(self) -> int:
-        """Records between the positions and the last known high watermarks (0 when unknown)."""
+        """Offsets between the positions and the last known readable ends (0 when unknown). The
+        position, not the last record read: a transaction's commit marker takes an offset that no
+        record carries, and the consumer's position moves past it."""
         if self._consumer is None:
             return 0
         total = 0
         for topic, partition in self._tps:
             hw = readable_end(self._consumer, TopicPartition(topic, partition))
             if hw is not None:
-                total += max(0, hw - self.watermark.next_offset(topic, partition))
+                read = max(
+                    self.watermark.next_offset(topic, partition), self._positions.get((topic, partition), 0)
+                )
+                total += max(0, hw - read)
         return total

@@ -254,6 +254,37 @@ async def test_true_end_offsets_on_apache_kafka_stops_at_an_open_transaction(
     assert ends == {(topics.scores, 0): 5}
 
 
+async def test_a_reader_at_the_end_of_committed_transactions_reports_no_lag(
+    broker: str, broker_kind: BrokerKind, topic_prefix: str
+) -> None:
+    # each committed transaction ends with a marker that takes an offset no record carries: a
+    # reader that has read everything is at the end, not one offset behind per partition
+    if broker_kind != "apache":
+        pytest.skip("the embedded broker has no transactions")
+    topics = await _topics(broker, topic_prefix, "scores")
+    producer = make_producer(broker, transactional_id=f"{topic_prefix}lag")
+    await producer.start()
+    try:
+        for partition in (0, 1):
+            await producer.begin_transaction()
+            await producer.send_and_wait(topics.scores, b"v", key=b"k", partition=partition)
+            await producer.commit_transaction()
+    finally:
+        await producer.stop()
+    async with BroadcastReader(broker, [topics.scores], prefix=topic_prefix) as reader:
+        records: list[Record] = []
+        for _ in range(100):  # the markers are written after the commit is answered
+            records += await reader.read_to_end()
+            ends = await true_end_offsets(broker, [(topics.scores, 0), (topics.scores, 1)])
+            if ends == {(topics.scores, 0): 2, (topics.scores, 1): 2} and reader.caught_up:
+                break
+            await asyncio.sleep(0.1)
+        await reader.poll()  # a fresh Fetch: the readable ends include the markers
+        assert len(records) == 2
+        assert reader.watermark.inputs() == {"scores/0": 1, "scores/1": 1}  # after the last record
+        assert reader.lag() == 0
+
+
 async def test_broadcast_reader_iteration_announces_caught_up_then_follows_new_records(
     broker: str, topic_prefix: str
 ) -> None:
