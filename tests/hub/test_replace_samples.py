@@ -218,7 +218,10 @@ async def test_replace_mode_writes_what_export_and_simulate_print_for_the_public
                 await bus.send("decisions", earlier.placement, encode_json(earlier.to_value()))
 
     bridge = settings_for(broker, topics.prefix, hub, hub_mode="replace")
-    async with running_scheduler(scheduler_settings(broker, topics.prefix)), running(bridge):
+    # the bridge first: once it leads, every object on the hub is on the topics, so the scheduler
+    # decides each placement on all of its inputs, as `simulate` does (a placement decided before
+    # its clusters or scores arrive is decided again, but Steady then weighs that first decision)
+    async with running(bridge), running_scheduler(scheduler_settings(broker, topics.prefix)):
         behind: list[str] = []
 
         async def settled() -> bool:
