@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "OcmSide",
     "Verdict",
     "compare",
+    "explained",
     "fleetplace_side",
     "ocm_side",
     "render_status",
@@ -117,6 +118,21 @@ def compare(
         for c in sorted(theirs - ours)
     ]
     return Agreement(placement, Verdict.DISAGREEING, differences=tuple(differences))
+
+
+def explained(agreement: Agreement, reasons: Mapping[str, str]) -> Agreement:
+    """`agreement` with each cluster only OCM chose explained by `reasons` (cluster → why
+    fleetplace did not choose it, as `why_not` gives them); a cluster fleetplace has no verdict
+    on is one it does not know."""
+    return replace(
+        agreement,
+        differences=tuple(
+            d
+            if d.chosen_by != "ocm"
+            else replace(d, explanation=reasons.get(d.cluster, "fleetplace knows no cluster of this name"))
+            for d in agreement.differences
+        ),
+    )
 
 
 def ocm_side(pages: Iterable[Mapping[str, Any]], placement: Mapping[str, Any]) -> OcmSide | None:

@@ -8,11 +8,9 @@ makes (services/hub/agreement.py), so the command and the metric never disagree.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from fleetplace.services.auditor.explain import explain_decision
 from fleetplace.services.auditor.history import read_history
-from fleetplace.services.hub.agreement import Agreement, why_not
+from fleetplace.services.hub.agreement import Agreement, explained, why_not
 from fleetplace.services.hub.rbac import Mode
 from fleetplace.services.hub.sink import HubRequests
 from fleetplace.services.hub.writeback import WriteBack
@@ -52,17 +50,6 @@ async def agreements(
     for agreement in found:
         if any(d.chosen_by == "ocm" for d in agreement.differences):
             result = explain_decision(history, agreement.placement, limits=limits).result or {}
-            reasons = why_not(result.get("explain") or {})
-            agreement = replace(
-                agreement,
-                differences=tuple(
-                    d
-                    if d.chosen_by != "ocm"
-                    else replace(
-                        d, explanation=reasons.get(d.cluster, "fleetplace knows no cluster of this name")
-                    )
-                    for d in agreement.differences
-                ),
-            )
+            agreement = explained(agreement, why_not(result.get("explain") or {}))
         out.append(agreement)
     return out
