@@ -11,8 +11,12 @@ answer, it says so.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +25,20 @@ import pytest
 
 from fleetplace.services.explorer import Explorer
 from fleetplace.shared.bus.topics import Topics
-from fleetplace.shared.control_plane import ControlPlane
+from fleetplace.shared.control_plane import ApiError, ControlPlane
 from fleetplace.shared.settings import Settings
 from tests.hub.conftest import hub  # noqa: F401  (the control plane fixture)
 from tests.hub.test_bridge import eventually, settings_for
 from tests.hub.test_bridge import running as running_bridge
 from tests.hub.test_bridge_writeback import clusters_on_hub
-from tests.hub.test_writeback import new_namespace, ocm_writes, served_kinds  # noqa: F401
+from tests.hub.test_writeback import new_namespace, ocm_writes
 from tests.scheduler.harness import running as running_scheduler
 
 pytestmark = pytest.mark.integration
 
 G = "cluster.open-cluster-management.io"
 _SIGMC = "/apis/multicluster.x-k8s.io/v1alpha1"
+G_PATH = f"/apis/{G}/v1beta1"
 TAINT = {"key": "gpu", "value": "broken", "effect": "NoSelect", "timeAdded": "2026-12-01T00:00:00Z"}
 
 
@@ -98,28 +103,68 @@ def agreement_of(html: str) -> dict[str, Any] | None:
     }
 
 
+async def kinds_served(control_plane: ControlPlane) -> None:
+    """Until the API server serves the decision kinds: just after a CRD is Established its storage
+    may still answer 429."""
+    for path in (f"{_SIGMC}/placementdecisions", f"{G_PATH}/placementdecisions", f"{G_PATH}/placements"):
+        for _ in range(600):
+            try:
+                control_plane.request("GET", path)
+                break
+            except ApiError as error:
+                if error.status != 429:
+                    raise
+                await asyncio.sleep(0.1)
+
+
+@dataclass(frozen=True)
+class ShadowHub:
+    """A hub in shadow mode with its fleet, fleetplace's slices written, and settings for an
+    explorer that asks it."""
+
+    namespace: str
+    names: dict[str, str]
+    explorer_settings: Settings
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/web"
+
+
+@contextlib.asynccontextmanager
+async def shadow_hub(control_plane: ControlPlane, broker: str, topics: Topics) -> AsyncIterator[ShadowHub]:
+    """The fleet on the hub, the bridge and the scheduler running on `topics`, until fleetplace's
+    slices for `web` are on the hub (its three untainted clusters)."""
+    await kinds_served(control_plane)
+    namespace = new_namespace(control_plane)
+    names = create_fleet(control_plane, namespace)
+    chosen = sorted(names[c] for c in ("c1", "c2", "c3"))
+    bridge_settings = settings_for(broker, topics.prefix, control_plane)
+    scheduler_settings = bridge_settings.model_copy(
+        update={"sigmc_decisions": True, "scheduler_group_id": f"{topics.prefix}scheduler"}
+    )
+    async with running_bridge(bridge_settings), running_scheduler(scheduler_settings):
+
+        async def written() -> bool:
+            return clusters_on_hub(control_plane, _SIGMC, namespace, "sigmc") == chosen
+
+        await eventually(written, "fleetplace's slices on the hub", timeout=120)
+        yield ShadowHub(
+            namespace,
+            names,
+            bridge_settings.model_copy(update={"explorer_hub_kubeconfig": str(control_plane.kubeconfig)}),
+        )
+
+
 async def test_the_page_shows_agreement_then_the_planted_disagreement_named(
     hub: ControlPlane,  # noqa: F811
     broker: str,
     topics: Topics,
 ) -> None:
-    namespace = new_namespace(hub)
-    names = create_fleet(hub, namespace)
-    key = f"{namespace}/web"
-    chosen = sorted(names[c] for c in ("c1", "c2", "c3"))
-    bridge_settings = settings_for(broker, topics.prefix, hub)
-    scheduler_settings = bridge_settings.model_copy(
-        update={"sigmc_decisions": True, "scheduler_group_id": f"{topics.prefix}scheduler"}
-    )
-    explorer_settings = bridge_settings.model_copy(update={"explorer_hub_kubeconfig": str(hub.kubeconfig)})
-    async with running_bridge(bridge_settings), running_scheduler(scheduler_settings):
-
-        async def written() -> bool:
-            return clusters_on_hub(hub, _SIGMC, namespace, "sigmc") == chosen
-
-        await eventually(written, "fleetplace's slices on the hub", timeout=120)
-        ocm_writes(hub, namespace, chosen)
-        async with Explorer(explorer_settings, port=0) as explorer:
+    async with shadow_hub(hub, broker, topics) as shadow:
+        names, key = shadow.names, shadow.key
+        ocm_writes(hub, shadow.namespace, sorted(names[c] for c in ("c1", "c2", "c3")))
+        async with Explorer(shadow.explorer_settings, port=0) as explorer:
             await explorer.wait_caught_up(60)
 
             async def shown(verdict: str) -> dict[str, Any] | None:
@@ -131,7 +176,7 @@ async def test_the_page_shows_agreement_then_the_planted_disagreement_named(
             assert "the same clusters" in agreeing["reason"]
 
             # the planted disagreement: OCM drops c3 and picks the tainted c9
-            ocm_writes(hub, namespace, sorted([names["c1"], names["c2"], names["c9"]]))
+            ocm_writes(hub, shadow.namespace, sorted([names["c1"], names["c2"], names["c9"]]))
             planted = await eventually(lambda: shown("disagreeing"), "the page to show the disagreement")
     differences = planted["differences"]
     assert set(differences) == {names["c3"], names["c9"]}
