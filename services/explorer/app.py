@@ -294,10 +294,7 @@ def create_app(
         requeue = requeue_reason(latest, spec, fleet, expiries, addon_resync_s)
         agreement: HubAnswer | None = None
         if hub is not None:
-            latest_explained = explanation if record is latest else None
-            if latest_explained is None and latest is not None:
-                latest_explained = await store.explain(latest)
-            agreement = await hub.ask(key, latest, latest_explained)
+            agreement = await hub.ask(key, latest, store.explain)
         body = pages.placement_page(
             placement_row(key, spec, latest),
             store.timeline(key),

@@ -12,6 +12,7 @@ explain` does. Without a kubeconfig the explorer never talks to a hub.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from fleetplace.services.auditor.explain import Explanation
@@ -56,10 +57,13 @@ class HubAgreement:
             await api.close()
 
     async def ask(
-        self, key: str, latest: DecisionRecord | None, explanation: Explanation | None
+        self,
+        key: str,
+        latest: DecisionRecord | None,
+        explain: Callable[[DecisionRecord], Awaitable[Explanation]],
     ) -> HubAnswer:
-        """`key`'s agreement; `latest` is its latest decision and `explanation` that decision's
-        (None when it has none)."""
+        """`key`'s agreement; `latest` is its latest decision, which `explain` explains when a
+        cluster only OCM chose needs fleetplace's reason (an explanation costs a replay)."""
         if self._api is None:
             return HubAnswer(None, "not connected to the hub")
         generation = None
@@ -74,7 +78,7 @@ class HubAgreement:
             return HubAnswer(None, f"the hub did not answer within {self.timeout_s:g} s")
         except HubError as error:
             return HubAnswer(None, f"the hub: {error}")
-        if explanation is not None and any(d.chosen_by == "ocm" for d in found.differences):
-            result = explanation.result or {}
+        if latest is not None and any(d.chosen_by == "ocm" for d in found.differences):
+            result = (await explain(latest)).result or {}
             found = explained(found, why_not(result.get("explain") or {}))
         return HubAnswer(found)
