@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -252,3 +255,19 @@ contexts:
   context: {{cluster: gone, user: nobody}}
 current-context: gone
 """
+
+
+EXPLORER = [sys.executable, "-m", "fleetplace.services.cli", "explorer"]
+
+
+def test_a_hub_kubeconfig_that_does_not_load_stops_the_explorer_at_start_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such.kubeconfig"
+    done = subprocess.run(
+        [*EXPLORER, "-b", "127.0.0.1:9", "--port", "0", "--hub-kubeconfig", str(missing)],
+        env={k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "FLEETPLACE_"))},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == f"error: the hub: kubeconfig {missing}: no such file\n"
