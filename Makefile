@@ -55,10 +55,10 @@ unit-pure:
 
 
 # The upstream CRDs that tests/upstream checks every object fleetplace writes against: Go fetches
-# the API modules pinned in tests/upstream/go.mod into its own module cache (the tests do the same
+# the API modules pinned in shared/upstream/go.mod into its own module cache (the tests do the same
 # on first use; this target only fetches them ahead, e.g. before going offline).
 upstream-crds:
-	cd tests/upstream && GOFLAGS=-mod=mod go mod download open-cluster-management.io/api sigs.k8s.io/cluster-inventory-api
+	cd shared/upstream && GOFLAGS=-mod=mod go mod download open-cluster-management.io/api sigs.k8s.io/cluster-inventory-api
 
 # The control plane of the hub tests (shared/control_plane.py): kube-apiserver and etcd built from
 # the Go modules pinned in tests/hub/controlplane/go.mod into the git-ignored .cache/ (Go's own

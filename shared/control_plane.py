@@ -1,6 +1,7 @@
-"""A Kubernetes control plane on loopback for tests and `make hub`: etcd and kube-apiserver.
+"""A Kubernetes control plane on loopback for tests, `make hub` and the demo's hub acts: etcd and
+kube-apiserver.
 
-    with control_plane(crds=crd_paths()) as hub:
+    with control_plane(crds=upstream_crds()) as hub:  # shared/upstream_crds.py
         hub.kubeconfig          # a kubeconfig for the admin (client certificate in system:masters)
         hub.request("GET", "/api/v1/namespaces")
 

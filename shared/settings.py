@@ -180,6 +180,9 @@ class Settings(BaseSettings):
     # Host names the explorer answers to besides the loopback names and the address it binds,
     # comma-separated (a request naming any other host is refused: DNS rebinding).
     explorer_hosts: str = ""
+    # The hub the explorer asks for shadow mode's agreement on a placement's page (docs/hub.md):
+    # a kubeconfig; empty, the explorer shows no agreement and never talks to a hub.
+    explorer_hub_kubeconfig: str = ""
 
     # Intervals from OCM: the informer resync (10 min) and the AddOn score resync (5 min).
     resync_interval_s: float = Field(default=600.0, gt=0)

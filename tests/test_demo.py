@@ -18,14 +18,18 @@ from typing import Any
 import pytest
 
 from fleetplace.services.commands.demo import ExpectedDiff, unmatched
+from fleetplace.services.commands.demo_hub import hub_missing
 from fleetplace.services.commands.demo_rollout import ExpectedRolloutDiff, Recheck
 from fleetplace.services.scores.local import prometheus_missing
+from tests.demo_verdict import expected_verdict
 from tests.piped import assert_lines_fit_content
 
 pytestmark = pytest.mark.integration
 
 
 def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
+    if hub_missing() is not None and os.environ.get("FLEETPLACE_REQUIRE_HUB", "") not in ("", "0"):
+        pytest.fail(f"the demo's hub acts cannot run: {hub_missing()}")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "FLEETPLACE_"))}
     external = os.environ.get("FLEETPLACE_TEST_BOOTSTRAP")
     if external:  # the suite runs against a real Kafka: so does the demo
@@ -42,8 +46,9 @@ def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert elapsed < 60
     out = done.stdout
-    # without Prometheus its two acts are skipped: shown and counted apart, never as passed
-    assert ("all 17 acts passed" if prometheus_missing() is None else "15 acts passed, 2 skipped") in out
+    # without Prometheus its two acts are skipped, and so are the hub's two without a control
+    # plane: shown and counted apart, never as passed
+    assert expected_verdict() in out
     # the summary table: one row per act, each marked passed, with the diffs it saw
     for number, act, diffs in [
         (1, "worker starts", 4),
@@ -68,12 +73,20 @@ def test_demo_plays_every_act_and_exits_zero_within_a_minute() -> None:
             if prometheus_missing() is None
             else []
         ),
+        # a Placement decided on a real API server (services/commands/demo_hub.py)
+        *([(18, "decided on the hub", 1), (19, "tainted on the hub", 1)] if hub_missing() is None else []),
     ]:
         row = re.search(rf"│ +{number} │ {act} +│.*│ +{diffs} │ +([0-9.]+) s │ ✔", out)
         assert row is not None, f"no passing summary row for act {number} ({act}):\n{out}"
     if prometheus_missing() is not None:
         for number, act in [(16, "scores from Prometheus"), (17, "metric changed")]:
             assert re.search(rf"│ +{number} │ {act} +│.*│ skipped │", out), out
+    if hub_missing() is not None:
+        for number, act in [(18, "decided on the hub"), (19, "tainted on the hub")]:
+            assert re.search(rf"│ +{number} │ {act} +│.*│ skipped │", out), out
+    else:  # the decision appeared on the hub as a PlacementDecision, then the taint moved it
+        assert "fleet/site seq 1 (hub site-decision-1) +hub-a +hub-b → hub-a, hub-b" in out
+        assert "fleet/site seq 2 (hub site-decision-1) +hub-c −hub-b → hub-a, hub-c" in out
     # the toleration act really waited for the toleration (5 s from a taint stamped in whole seconds)
     toleration_row = re.search(r"│ +6 │ toleration expired +│.*│ +1 │ +([0-9.]+) s │", out)
     assert toleration_row is not None and 3.0 < float(toleration_row.group(1)) < 6.5

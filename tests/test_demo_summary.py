@@ -4,13 +4,17 @@ wraps in an 80-column terminal instead of cutting words."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from fleetplace.services.commands.demo import summary_table, verdict
 from fleetplace.services.commands.demo_acts import ActResult, ExpectedDiff
+from fleetplace.services.commands.demo_hub import DemoHub, hub_acts
 from fleetplace.services.commands.demo_rollout import ExpectedRolloutDiff, describe_rollout_diff
+from fleetplace.shared.settings import KafkaSettings, Settings
 
 BREACHED: dict[str, Any] = {
     "schemaVersion": 1,
@@ -75,3 +79,18 @@ def test_in_80_columns_the_table_wraps_and_cuts_no_word() -> None:
     words = {w.strip(",") for line in table.splitlines() for w in line.replace("│", " ").split()}
     for word in describe_rollout_diff(BREACHED).replace(",", " ").split():
         assert word in words, f"{word!r} is not whole in:\n{table}"
+
+
+def test_without_the_control_plane_the_hub_acts_are_skipped_naming_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLEETPLACE_HUB_BINARIES", str(tmp_path))  # a folder without the binaries
+    demo_hub = DemoHub(Settings(kafka=KafkaSettings(bootstrap_servers="127.0.0.1:9")))
+    assert demo_hub.skipped is not None
+    assert str(tmp_path / "kube-apiserver") in demo_hub.skipped and "make hub-binaries" in demo_hub.skipped
+    acts = hub_acts(demo_hub, lambda: "2026-12-01T00:00:00Z")
+    assert [(a.title, a.skipped) for a in acts] == [
+        ("decided on the hub", demo_hub.skipped),
+        ("tainted on the hub", demo_hub.skipped),
+    ]
+    demo_hub.boot()  # nothing to start: no control plane is looked for

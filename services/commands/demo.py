@@ -73,14 +73,15 @@ from fleetplace.shared.logging import configure_logging
 from fleetplace.shared.settings import KafkaSettings, Settings, describe
 
 if TYPE_CHECKING:
+    from fleetplace.services.commands.demo_hub import DemoHub
     from fleetplace.services.commands.demo_scores import DemoScores
 
 # Package data, installed with the command (docs/examples/fleet.yaml links to it for readers).
 FLEET_FILE = Path(__file__).resolve().with_name("demo_fleet.yaml")
 UNREACHABLE = "cluster.open-cluster-management.io/unreachable"
 # The acts end within this budget even when one hangs, so that with the broker's start and the
-# worker's stop the whole demo ends within a minute.
-BUDGET_S = 40.0
+# workers' and the control plane's stop the whole demo ends within a minute (it plays in about 30 s).
+BUDGET_S = 45.0
 # After the expected diffs arrived, keep listening this long for diffs that should not come.
 SETTLE_S = 0.5
 
@@ -381,7 +382,13 @@ def _print_diff(console: Console, diff: Mapping[str, Any], ok: bool) -> None:
 
 class Demo:
     def __init__(
-        self, console: Console, settings: Settings, fleet: ExampleFleet, *, score_acts: bool = False
+        self,
+        console: Console,
+        settings: Settings,
+        fleet: ExampleFleet,
+        *,
+        score_acts: bool = False,
+        hub_acts: bool = False,
     ) -> None:
         self.console = console
         self.settings = settings
@@ -398,6 +405,13 @@ class Demo:
             self.scores = DemoScores(settings)
             self.scores.scheduler_holds = self._scheduler_scores
             self.acts += scores_script(self.scores)
+        self.hub: DemoHub | None = None
+        if hub_acts:  # a Placement decided on a real API server (demo_hub.py), for `fleetplace demo`
+            from fleetplace.services.commands.demo_hub import DemoHub
+            from fleetplace.services.commands.demo_hub import hub_acts as hub_script
+
+            self.hub = DemoHub(settings)
+            self.acts += hub_script(self.hub, lambda: now_seconds().strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.feed = DecisionFeed(settings.kafka, self.topics)
         self.worker: SchedulerWorker | None = None
         self.rollout_worker: RolloutWorker | None = None
@@ -414,6 +428,8 @@ class Demo:
         await self.feed.start()
         results: list[ActResult] = []
         try:
+            if self.hub is not None:
+                self.hub.boot()  # the control plane starts while the other acts play
             for number, act in enumerate(self.acts, start=1):
                 remaining = BUDGET_S - (time.monotonic() - started)
                 result = await self._play(number, act, remaining)
@@ -421,6 +437,8 @@ class Demo:
                 if not result.ok:
                     break
         finally:
+            if self.hub is not None:
+                await self.hub.stop()
             if self.scores is not None:
                 await self.scores.stop()
             await self._stop_worker()
@@ -441,7 +459,8 @@ class Demo:
         console.print(f"   [dim]expect: {escape('; '.join(e.describe() for e in act.expected))}[/dim]")
         if act.setup is not None:
             await act.setup()
-        first = len(self.feed.diffs)
+        observed = act.observed or (lambda: self.feed.diffs)
+        first = len(observed())
         t0 = time.monotonic()
         records = act.records()
         if records:
@@ -451,7 +470,7 @@ class Demo:
         deadline = t0 + max(0.0, min(act.timeout_s, budget_s))
         shown, met_at = 0, None
         while True:
-            seen = self.feed.diffs[first:]
+            seen = list(observed()[first:])
             for diff in seen[shown:]:
                 _print_diff(console, diff, any(e.matches(diff) for e in act.expected))
             shown = len(seen)
@@ -649,13 +668,16 @@ def run_demo(
             f"{fleet.count('ManagedCluster')} clusters, {fleet.count('AddOnPlacementScore')} AddOn scores, "
             f"{fleet.count('Placement')} placements; workers: scheduler and rollout, in this process"
         )
-        demo = Demo(console, settings, fleet, score_acts=True)
+        demo = Demo(console, settings, fleet, score_acts=True, hub_acts=True)
         try:
             results = asyncio.run(demo.run())
         finally:
             if not embedded and not (keep_topics or explore):
                 with contextlib.suppress(BusError, OSError):
                     asyncio.run(_delete_topics(kafka, demo.topics))
+                if demo.hub is not None and demo.hub.skipped is None:
+                    with contextlib.suppress(BusError, OSError):
+                        asyncio.run(_delete_topics(kafka, demo.hub.topics))
         console.print()
         console.print(rollouts_table(demo.feed.latest("rollout")))
         console.print(decisions_table(demo.feed.latest()))

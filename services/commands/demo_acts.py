@@ -82,6 +82,9 @@ class Act:
     setup: Callable[[], Awaitable[None]] | None = None  # awaited before the act starts
     # why the act cannot be played here (Prometheus missing): shown, counted apart, never passed
     skipped: str | None = None
+    # where the act's diffs are seen, when not on the demo's `decisions` (the hub acts read the
+    # hub): a list that grows
+    observed: Callable[[], Sequence[Mapping[str, Any]]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

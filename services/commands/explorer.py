@@ -12,6 +12,7 @@ from rich.console import Console
 
 from fleetplace.services.auditor.history import HistoryError
 from fleetplace.services.commands.worker import Prefix, _settings
+from fleetplace.services.hub.api import HubError
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.settings import Settings
 
@@ -79,9 +80,18 @@ def register(app: typer.Typer) -> None:
                 "else $FLEETPLACE_EXPLORER_HOSTS, comma-separated).",
             ),
         ] = None,
+        hub_kubeconfig: Annotated[
+            str | None,
+            typer.Option(
+                "--hub-kubeconfig",
+                metavar="PATH",
+                help="A hub's kubeconfig: placement pages show shadow mode's agreement with OCM "
+                "(else $FLEETPLACE_EXPLORER_HUB_KUBECONFIG; none: no hub is asked).",
+            ),
+        ] = None,
     ) -> None:
         """A read-only web app over every placement's decisions, why, and how they changed; live."""
-        settings = _settings(bootstrap, prefix)
+        settings = _settings(bootstrap, prefix, explorer_hub_kubeconfig=hub_kubeconfig)
         try:
             asyncio.run(serve(settings, host, port, token, allow_host or ()))
         except KeyboardInterrupt:
@@ -89,3 +99,6 @@ def register(app: typer.Typer) -> None:
         except (HistoryError, BusError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(1) from None
+        except HubError as e:
+            typer.echo(f"error: the hub: {e}", err=True)
+            raise typer.Exit(2) from None

@@ -23,6 +23,7 @@ from fleetplace.services.auditor.history import DecisionRecord
 from fleetplace.services.auditor.queue_whatif import QueueWhatIf, what_if_queues
 from fleetplace.services.explorer import pages, queue_pages, rollout_pages
 from fleetplace.services.explorer.assets import SCRIPT, STYLESHEET
+from fleetplace.services.explorer.hub_agreement import HubAgreement, HubAnswer
 from fleetplace.services.explorer.queue_book import PartitionTree, placement_json
 from fleetplace.services.explorer.store import ExplorerStore
 from fleetplace.services.explorer.views import (
@@ -182,9 +183,10 @@ def create_app(
     clock: Clock = wall_clock,
     addon_resync_s: float = 300.0,
     hosts: Iterable[str] = (),
+    hub: HubAgreement | None = None,
 ) -> web.Application:
     """The explorer over `store`, answering requests to the loopback names and `hosts`; with
-    `token`, every route needs it."""
+    `token`, every route needs it; with `hub`, placement pages show shadow mode's agreement."""
     names = LOOPBACK_HOSTS | {h.strip().lower().strip("[]") for h in hosts}
     middlewares = [_host_middleware(names), *([_token_middleware(token)] if token else [])]
     app = web.Application(middlewares=middlewares)
@@ -290,6 +292,9 @@ def create_app(
         decided = store.decided_by(key)
         expiries = toleration_expiries(spec, fleet, decided, now) if spec is not None else []
         requeue = requeue_reason(latest, spec, fleet, expiries, addon_resync_s)
+        agreement: HubAnswer | None = None
+        if hub is not None:
+            agreement = await hub.ask(key, latest, store.explain)
         body = pages.placement_page(
             placement_row(key, spec, latest),
             store.timeline(key),
@@ -301,6 +306,7 @@ def create_app(
             requeue,
             store.rollouts.referencing(key),
             spec_text(key),
+            agreement,
         )
         return html(key, "placements", body)
 

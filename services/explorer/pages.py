@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from fleetplace.services.auditor.explain import Explanation
 from fleetplace.services.auditor.history import DecisionRecord
+from fleetplace.services.explorer.hub_agreement import HubAnswer
 from fleetplace.services.explorer.templating import (
     ENV,
     iso,
@@ -215,9 +216,11 @@ def placement_page(
     requeue: tuple[str | None, str],
     rollouts: Sequence[str] = (),
     spec: str = "",
+    agreement: HubAnswer | None = None,
 ) -> str:
     """`rollouts`: the rollouts whose placementRefs name this placement; `spec`: its Placement
-    now, as YAML ("" once deleted)."""
+    now, as YAML ("" once deleted); `agreement`: shadow mode's agreement with OCM, as the hub
+    serves both decisions (None: the explorer has no hub)."""
     latest = diffs[-1] if diffs else None
     then = "now" if latest is not None and shown is not None and shown.seq == latest.seq else "then"
     result = explanation.result if explanation is not None else None
@@ -237,6 +240,7 @@ def placement_page(
         requeue_why=requeue[1],
         rollouts=rollouts,
         spec=spec,
+        agreement=agreement,
     )
 
 

@@ -10,6 +10,7 @@ from types import TracebackType
 from aiohttp import web
 
 from fleetplace.services.explorer.app import Clock, create_app, wall_clock
+from fleetplace.services.explorer.hub_agreement import HubAgreement
 from fleetplace.services.explorer.source import follow
 from fleetplace.services.explorer.store import ExplorerStore
 from fleetplace.services.http import _is_loopback, bind
@@ -51,12 +52,19 @@ class Explorer:
         self.host = host
         self.store = ExplorerStore(settings.topic_prefix, DecodeLimits.from_settings(settings), engine)
         configured = [h for h in settings.explorer_hosts.split(",") if h.strip()]
+        # shadow mode's agreement on the placement pages, only with a hub to ask (docs/hub.md)
+        self.hub = (
+            HubAgreement(settings.explorer_hub_kubeconfig, qps=settings.hub_qps, burst=settings.hub_burst)
+            if settings.explorer_hub_kubeconfig
+            else None
+        )
         self.app = create_app(
             self.store,
             token=token or None,
             clock=clock,
             addon_resync_s=settings.addon_resync_interval_s,
             hosts=[host, *configured, *allowed_hosts],
+            hub=self.hub,
         )
         self._requested_port = port
         self._runner: web.AppRunner | None = None
@@ -75,6 +83,9 @@ class Explorer:
         return self._source
 
     async def start(self) -> None:
+        """Serve; HubError when a hub kubeconfig is set and does not load."""
+        if self.hub is not None:
+            await self.hub.connect()
         self._source = asyncio.create_task(
             follow(self.store, self.settings.kafka, Topics(self.settings.topic_prefix))
         )
@@ -107,6 +118,8 @@ class Explorer:
             with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                 async with asyncio.timeout(10.0):
                     await self._source
+        if self.hub is not None:
+            await self.hub.close()
 
     async def __aenter__(self) -> Explorer:
         await self.start()

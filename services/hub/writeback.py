@@ -29,7 +29,7 @@ from fleetplace.shared.api.ocm import PLACEMENT_LABEL
 from fleetplace.shared.api.sigmc import SCHEDULER_NAME
 from fleetplace.shared.logging import get_logger
 
-__all__ = ["Explainer", "WriteBack"]
+__all__ = ["Explainer", "WriteBack", "agreement_on_hub"]
 
 # placements -> per placement, fleetplace's reason for each cluster it did not choose
 Explainer = Callable[[Sequence[str]], Awaitable[Mapping[str, Mapping[str, str]]]]
@@ -139,26 +139,36 @@ class WriteBack:
 
     async def agreement(self, hub: HubRequests, placement: str) -> Agreement:
         """fleetplace's slices against OCM's PlacementDecisions, both as the hub serves them."""
-        namespace, _, name = placement.partition("/")
-        selector = {"labelSelector": f"{PLACEMENT_LABEL}={self.published.label(placement)}"}
-        ours = await hub.request(
-            "GET",
-            f"/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/placementdecisions",
-            query=selector,
+        return await agreement_on_hub(
+            hub, placement, self.published.label(placement), self.published.generation(placement)
         )
-        theirs = await hub.request("GET", f"{_OCM}/namespaces/{namespace}/placementdecisions", query=selector)
-        try:
-            owner = await hub.request("GET", f"{_OCM}/namespaces/{namespace}/placements/{name}")
-        except Exception as error:
-            if getattr(error, "status", None) != 404:
-                raise
-            owner = {}
-        slices = [s for s in ours.get("items") or [] if s.get("schedulerName") == SCHEDULER_NAME]
-        generation = self.published.generation(placement)
-        return compare(
-            placement,
-            fleetplace_side(slices, generation) if generation is not None else None,
-            ocm_side(theirs.get("items") or [], owner),
-            int((owner.get("metadata") or {}).get("generation") or 0),
-            {},
-        )
+
+
+async def agreement_on_hub(hub: HubRequests, placement: str, label: str, generation: int | None) -> Agreement:
+    """One placement's agreement as the hub serves both sides now: fleetplace's slices (with
+    `schedulerName: fleetplace`) and OCM's PlacementDecisions, selected by the placement label
+    `label`, and the Placement's generation and status. `generation`: the Placement generation
+    fleetplace's latest decision was for (None: it has decided nothing). A cluster only OCM chose
+    is explained generically; `explained` (services/hub/agreement.py) fills in fleetplace's reason."""
+    namespace, _, name = placement.partition("/")
+    selector = {"labelSelector": f"{PLACEMENT_LABEL}={label}"}
+    ours = await hub.request(
+        "GET",
+        f"/apis/multicluster.x-k8s.io/v1alpha1/namespaces/{namespace}/placementdecisions",
+        query=selector,
+    )
+    theirs = await hub.request("GET", f"{_OCM}/namespaces/{namespace}/placementdecisions", query=selector)
+    try:
+        owner = await hub.request("GET", f"{_OCM}/namespaces/{namespace}/placements/{name}")
+    except Exception as error:
+        if getattr(error, "status", None) != 404:
+            raise
+        owner = {}
+    slices = [s for s in ours.get("items") or [] if s.get("schedulerName") == SCHEDULER_NAME]
+    return compare(
+        placement,
+        fleetplace_side(slices, generation) if generation is not None else None,
+        ocm_side(theirs.get("items") or [], owner),
+        int((owner.get("metadata") or {}).get("generation") or 0),
+        {},
+    )

@@ -25,10 +25,15 @@ import pytest
 from fleetplace.services.commands.demo_rollout import API as DEMO_ROLLOUT
 from fleetplace.services.explorer import Explorer
 from fleetplace.services.testing import running_scheduler
+from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.control_plane import ControlPlane
 from fleetplace.shared.settings import KafkaSettings, Settings
 from fleetplace.shared.testing import create_topics, unique_topic_prefix
 from tests.explorer.queue_history import APPS, NEXT_CONFIG_TEXT
 from tests.explorer.rollout_history import play
+from tests.explorer.test_hub_agreement import shadow_hub
+from tests.hub.conftest import hub  # noqa: F401  (the control plane fixture)
+from tests.hub.test_writeback import ocm_writes
 from tests.rollout_worker.harness import RolloutBus, running, settings_for
 
 pytestmark = pytest.mark.integration
@@ -325,3 +330,54 @@ def test_a_user_reads_the_queues_and_tries_a_rule_change(demo_settings: Settings
         assert browser.execute_script(OVERFLOWING, "main") == []
         assert console_errors(browser) == []
         _shot(browser, "queues-what-if")
+
+
+async def test_a_user_sees_the_hub_disagree_on_the_placement_page_live(
+    hub: ControlPlane,  # noqa: F811
+    broker: str,
+    topics: Topics,
+    browser: Any,
+) -> None:
+    """Shadow mode on the real control plane: the page open on a placement shows fleetplace and
+    OCM agreeing; OCM's stand-in plants a disagreement and a cluster changes on the hub (a record
+    arrives): the agreement region is refreshed in place and names both clusters, with
+    fleetplace's explanation of the tainted one OCM chose."""
+    wait = WebDriverWait(browser, 30)
+
+    def verdict() -> str:
+        found = browser.find_elements(By.CSS_SELECTOR, "#agreement [data-verdict]")
+        return str(found[0].get_attribute("data-verdict")) if found else ""
+
+    async def until(what: str, check: Any) -> None:
+        await asyncio.to_thread(wait.until, lambda _: check(), what)
+
+    async with shadow_hub(hub, broker, topics) as shadow:
+        names = shadow.names
+        ocm_writes(hub, shadow.namespace, sorted(names[c] for c in ("c1", "c2", "c3")))
+        async with Explorer(shadow.explorer_settings, port=0) as explorer:
+            await explorer.wait_caught_up(60)
+            await asyncio.to_thread(browser.get, f"{explorer.url}/placements/{shadow.key}")
+            await until("the agreement", lambda: verdict() == "agreeing")
+            assert console_errors(browser) == []
+
+            ocm_writes(hub, shadow.namespace, sorted(names[c] for c in ("c1", "c2", "c9")))
+            # a change on the hub reaches the topics, the page's live regions are fetched again
+            hub.apply(
+                {
+                    "apiVersion": "cluster.open-cluster-management.io/v1",
+                    "kind": "ManagedCluster",
+                    "metadata": {"name": names["c1"], "labels": {"touched": "yes"}},
+                },
+                field_manager="a-user",
+            )
+            await until("the disagreement, live", lambda: verdict() == "disagreeing")
+            rows = {
+                str(row.get_attribute("data-cluster")): row.text
+                for row in browser.find_elements(By.CSS_SELECTOR, "#agreement tr[data-cluster]")
+            }
+            assert set(rows) == {names["c3"], names["c9"]}
+            assert "only fleetplace" in rows[names["c3"]]
+            assert "only ocm" in rows[names["c9"]] and "filtered by TaintToleration" in rows[names["c9"]]
+            assert browser.execute_script(OVERFLOWING, "#agreement") == []
+            assert console_errors(browser) == []
+            await asyncio.to_thread(_shot, browser, "placement-agreement")

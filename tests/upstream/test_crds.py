@@ -1,4 +1,4 @@
-"""The upstream CRDs come from the Go modules pinned in tests/upstream/go.mod, whole."""
+"""The upstream CRDs come from the Go modules pinned in shared/upstream/go.mod, whole."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package upstream only pins the API modules in go.mod: the blank imports keep `go mod tidy`
-// from dropping them. The CRD YAML files the tests read ship inside these modules.
+// from dropping them. The CRD YAML files shared/upstream_crds.py reads ship inside these modules.
 package upstream
 
 import (

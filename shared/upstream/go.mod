@@ -1,7 +1,7 @@
-// The upstream API modules whose CustomResourceDefinitions fleetplace's objects are checked
-// against (tests/upstream/crds.py). Nothing here is built into the product: Go only fetches
-// these modules, at these exact versions, into its module cache.
-module fleetplace.dev/tests/upstream
+// The upstream API modules whose CustomResourceDefinitions a control plane is given and
+// fleetplace's objects are checked against (shared/upstream_crds.py). Nothing here is built into
+// the product: Go only fetches these modules, at these exact versions, into its module cache.
+module fleetplace.dev/shared/upstream
 
 go 1.25.0
 
