@@ -375,12 +375,13 @@ class SchedulerWorker(RunsOnRuntime):
                 OutgoingRecord(self.topics.sigmc_placement_decisions, key, None, stamp.headers(seq))
                 for key, seq in self.processor.orphan_slices()
             )
-        # finishes the round in hand before stopping
-        await self._evaluate(now, self.runtime.reader, outgoing)
-        self.metrics.timers.set(len(self.processor._timer_due))
+        # counted before the evaluation publishes: what a reader of the decisions sees is owned
         if self._owned_stale:  # counting walks every placement: only when it can have changed
             self._owned_stale = False
             self.metrics.owned.set(sum(1 for _ in self.processor.owned_keys()))
+        # finishes the round in hand before stopping
+        await self._evaluate(now, self.runtime.reader, outgoing)
+        self.metrics.timers.set(len(self.processor._timer_due))
 
     def _check_stuck(self, reader: BroadcastReader) -> None:
         """Fail safe: a broadcast partition the broker reports records for but does not hand out

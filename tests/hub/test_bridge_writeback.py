@@ -63,6 +63,13 @@ async def test_the_running_bridge_writes_published_decisions_onto_the_hub(
         await eventually(lambda: written(first), "the first decision on the hub")
         await publish(bus, key, then, 2, before=first)
         await eventually(lambda: written(then), "the second decision on the hub")
+        if mode == "replace":  # the Placement's status is written after its pages
+
+            async def status_written() -> bool:
+                placement = hub.request("GET", f"{_OCM}/namespaces/{namespace}/placements/web")
+                return bool((placement.get("status") or {}).get("numberOfSelectedClusters") == 70)
+
+            await eventually(status_written, "the Placement's status after the second decision")
     if mode == "replace":
         pages = hub.request("GET", f"{_OCM}/namespaces/{namespace}/placementdecisions")["items"]
         assert [p["metadata"]["name"] for p in pages] == [p["metadata"]["name"] for p in ocm_pages(key, then)]
