@@ -48,7 +48,7 @@ import orjson
 from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.bus.envelope import Envelope
 from fleetplace.shared.bus.kafka import BroadcastReader, make_producer, send_all, start_client
-from fleetplace.shared.bus.topics import Topics
+from fleetplace.shared.bus.topics import Topics, partition_for_key, planned_partitions
 from fleetplace.shared.settings import Settings
 from fleetplace.shared.testing import create_topics, running_broker
 from tests.bench.e2e import Tail, emit, metric, note, process, record_of, worker_command
@@ -73,6 +73,20 @@ def _ready(port: int) -> bool:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
+
+
+def _holds(port: int, key: str) -> bool:
+    """Whether the worker on `port` owns the placement (its debug route knows only those)."""
+    namespace, _, name = key.partition("/")
+    try:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{port}/debug/placements/{namespace}/{name}", timeout=60
+        ) as response:
+            return bool(response.status == 200)
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return False
+        raise
 
 
 async def _until(check: object, timeout: float, what: str) -> float:
@@ -134,8 +148,19 @@ async def main(clusters: int, placements: int) -> None:
                     victim_source, victim_count = owners.most_common(1)[0]
                     victim = next(n for n in ports if victim_source.endswith(n))
                     survivor = next(n for n in ports if n != victim)
-                    moved = {k for k, (source, _) in latest.items() if source == victim_source}
-                    note(f"owners {dict(owners)}; killing {victim} ({victim_count} placements)")
+                    # the placements the victim owns now: its decisions are the latest of more (a
+                    # rebalance after the first decisions moves partitions without a new decision),
+                    # so its partitions are asked of it, one placement per partition
+                    count = planned_partitions()["placements"]
+                    sample: dict[int, str] = {}
+                    for key in latest:
+                        sample.setdefault(partition_for_key(key, count), key)
+                    held = {p for p, key in sample.items() if _holds(ports[victim], key)}
+                    moved = {k for k in latest if partition_for_key(k, count) in held}
+                    note(
+                        f"owners {dict(owners)}; killing {victim} (latest source of {victim_count} "
+                        f"placements, owner of {len(moved)} in partitions {sorted(held)})"
+                    )
                     # the change: the cluster most picked by the moved placements loses its CPU
                     picked = Counter(c for k in moved for c in latest[k][1])
                     target, _ = picked.most_common(1)[0]
