@@ -78,7 +78,7 @@ class HubAgreement:
             return HubAnswer(None, f"the hub did not answer within {self.timeout_s:g} s")
         except HubError as error:
             return HubAnswer(None, f"the hub: {error}")
-        if latest is not None and any(d.chosen_by == "ocm" for d in found.differences):
+        if latest is not None and found.has_ocm_only:
             result = (await explain(latest)).result or {}
             found = explained(found, why_not(result.get("explain") or {}))
         return HubAnswer(found)

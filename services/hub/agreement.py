@@ -77,6 +77,12 @@ class Agreement:
     reason: str = ""  # why not comparable
     differences: tuple[ClusterDifference, ...] = field(default=())
 
+    @property
+    def has_ocm_only(self) -> bool:
+        """A cluster only OCM chose is among the differences (fleetplace's reason for it is asked
+        of an explanation, which costs a replay)."""
+        return any(d.chosen_by == "ocm" for d in self.differences)
+
 
 def compare(
     placement: str,
@@ -123,7 +129,7 @@ def compare(
 def explained(agreement: Agreement, reasons: Mapping[str, str]) -> Agreement:
     """The agreement with fleetplace's reason (`why_not`) for each cluster only OCM chose; a
     cluster fleetplace's explanation does not name is one it has never read."""
-    if not any(d.chosen_by == "ocm" for d in agreement.differences):
+    if not agreement.has_ocm_only:
         return agreement
     return replace(
         agreement,

@@ -44,7 +44,7 @@ async def agreements(
         except (DecodeError, ValueError):
             continue  # the workers dead-letter what does not decode; the report skips it
     found = [await writeback.agreement(hub, placement) for placement in writeback.published.placements()]
-    unexplained = [a.placement for a in found if any(d.chosen_by == "ocm" for d in a.differences)]
+    unexplained = [a.placement for a in found if a.has_ocm_only]
     if not unexplained:
         return found
     reasons = await why_not_chosen(kafka, topics, unexplained, limits)

@@ -104,11 +104,7 @@ class WriteBack:
         report is worth having without them), the generic text stays."""
         if self.explainer is None:
             return
-        wanted = [
-            p
-            for p in placements
-            if p in self.agreements and any(d.chosen_by == "ocm" for d in self.agreements[p].differences)
-        ]
+        wanted = [p for p in placements if p in self.agreements and self.agreements[p].has_ocm_only]
         unknown = [
             p for p in wanted if p not in self._reasons or self._reasons[p][0] != self.published.seq(p)
         ]

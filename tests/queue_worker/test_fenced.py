@@ -63,6 +63,15 @@ def _runtime(sink: _Sink) -> tuple[WorkerRuntime, _Group]:
     return runtime, group
 
 
+def _placer(sink: _Sink) -> tuple[WorkerRuntime, QueueWorker]:
+    """The runtime and its queue placer, with one rule: each user's own queue."""
+    runtime, _ = _runtime(sink)
+    worker = runtime.logic
+    assert isinstance(worker, QueueWorker)
+    worker.state.apply_config("default", partition(USER_RULE))
+    return runtime, worker
+
+
 def _turn() -> Turn:
     turn = Turn()
     record = OutgoingRecord("p.app-placements", "app-1", b"{}")
@@ -103,10 +112,7 @@ async def test_a_fenced_placement_is_forgotten_so_the_application_is_placed_agai
     # the placement was made here, but never published: the partition's next owner (this instance
     # again, after it rejoined, or another) must place the application as new
     sink = _Sink(fenced=True)
-    runtime, _ = _runtime(sink)
-    worker = runtime.logic
-    assert isinstance(worker, QueueWorker)
-    worker.state.apply_config("default", partition(USER_RULE))
+    runtime, worker = _placer(sink)
     submission = ApplicationSubmission.model_validate(app("app-1"))
     first = worker.state.place(submission, NOW, {})
     assert first is not None and not first.get("rejected")
@@ -119,10 +125,7 @@ async def test_a_fenced_placement_is_forgotten_so_the_application_is_placed_agai
 
 async def test_a_published_placement_stays_and_a_second_submission_is_a_duplicate() -> None:
     sink = _Sink(fenced=False)
-    runtime, _ = _runtime(sink)
-    worker = runtime.logic
-    assert isinstance(worker, QueueWorker)
-    worker.state.apply_config("default", partition(USER_RULE))
+    runtime, worker = _placer(sink)
     submission = ApplicationSubmission.model_validate(app("app-1"))
     assert worker.state.place(submission, NOW, {}) is not None
     await runtime.publish(_turn())
