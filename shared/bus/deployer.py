@@ -63,6 +63,7 @@ from fleetplace.shared.bus.kafka import (
     make_producer,
     partitions_of,
     poll,
+    seek_to_beginning,
     send_all,
     start_client,
 )
@@ -206,7 +207,7 @@ class RolloutDeployer:
         tps = [(t, rollout_partition(self.rollout, counts[t])) for t in topics]
         parts = [TopicPartition(t, p) for t, p in tps]
         consumer.assign(parts)
-        await consumer.seek_to_beginning(*parts)
+        await seek_to_beginning(consumer, *parts)
         return tps
 
     async def _catch_up(self, consumer: Any, tps: list[tuple[str, int]]) -> None:

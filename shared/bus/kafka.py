@@ -688,10 +688,20 @@ class BroadcastReader:
             log.warning(
                 "broadcast input cannot be read to its end; held up until it is",
                 partitions=[f"{t}/{p}" for t, p in stuck],
+                # position, high watermark, last stable offset: what the consumer last heard
+                offsets={f"{t}/{p}": self._offsets_of((t, p)) for t, p in stuck},
             )
         elif self._held_up and not stuck and self._caught_up:
             self._held_up = False
             log.info("broadcast input read to its end again")
+
+    def _offsets_of(self, tp: TP) -> tuple[int | None, int | None, int | None]:
+        part = TopicPartition(*tp)
+        return (
+            self._positions.get(tp),
+            self._consumer.highwater(part),
+            self._consumer.last_stable_offset(part),
+        )
 
     @property
     def held_up(self) -> bool:

@@ -35,7 +35,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from fleetplace.shared.api.decisions import DecisionDiff, InvalidDecisionDiff
 from fleetplace.shared.bus.codec import DEFAULT_LIMITS, DecodeLimits, decode_object
 from fleetplace.shared.bus.errors import DecodeError
-from fleetplace.shared.bus.kafka import caught_up, make_consumer, partitions_of, poll, start_client
+from fleetplace.shared.bus.kafka import (
+    caught_up,
+    make_consumer,
+    partitions_of,
+    poll,
+    seek_to_beginning,
+    start_client,
+)
 from fleetplace.shared.bus.records import Record
 from fleetplace.shared.bus.topics import DEFAULT_PREFIX, Topics
 from fleetplace.shared.logging import get_logger
@@ -140,12 +147,14 @@ class DecisionSubscriber:
             self._tps = await partitions_of(consumer, [self.topic])
             parts = [TopicPartition(t, p) for t, p in self._tps]
             consumer.assign(parts)
+            from_start = []
             for tp in parts:
                 offset = self._start_offsets.get(tp.partition)
                 if offset is None:
-                    await consumer.seek_to_beginning(tp)
+                    from_start.append(tp)
                 else:
                     consumer.seek(tp, offset)
+            await seek_to_beginning(consumer, *from_start)
         except BaseException:
             await consumer.stop()
             raise
