@@ -68,11 +68,17 @@ HUB_K8S := $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[^ ]*\).*/\1/p' 
 HUB_BIN := .cache/hub/$(HUB_K8S)
 # What Kubernetes' own build stamps in, so that the server reports its release (`kubectl version`).
 HUB_VERSION_FLAGS := -X k8s.io/component-base/version.gitVersion=$(HUB_K8S) -X k8s.io/component-base/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(HUB_K8S)))) -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(HUB_K8S))) -X k8s.io/component-base/version.gitTreeState=clean
-hub-binaries: $(HUB_BIN)/kube-apiserver $(HUB_BIN)/etcd
+hub-binaries: $(HUB_BIN)/kube-apiserver $(HUB_BIN)/kube-controller-manager $(HUB_BIN)/etcd
 
 $(HUB_BIN)/kube-apiserver: tests/hub/controlplane/go.mod tests/hub/controlplane/go.sum
 	@echo "fleetplace: building kube-apiserver $(HUB_K8S) (10-20 minutes the first time)" >&2
 	cd tests/hub/controlplane && go build -p 2 -ldflags "$(HUB_VERSION_FLAGS)" -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-apiserver >&2
+
+# Only its garbage collector runs (shared/control_plane.py `garbage_collector`): what removes a
+# deleted Placement's PlacementDecisions through their owner references.
+$(HUB_BIN)/kube-controller-manager: tests/hub/controlplane/go.mod tests/hub/controlplane/go.sum
+	@echo "fleetplace: building kube-controller-manager $(HUB_K8S) (5-10 minutes the first time)" >&2
+	cd tests/hub/controlplane && go build -p 2 -ldflags "$(HUB_VERSION_FLAGS)" -o $(CURDIR)/$@ k8s.io/kubernetes/cmd/kube-controller-manager >&2
 
 $(HUB_BIN)/etcd: tests/hub/controlplane/go.mod tests/hub/controlplane/go.sum
 	cd tests/hub/controlplane && go build -p 2 -o $(CURDIR)/$@ go.etcd.io/etcd/server/v3 >&2

@@ -77,18 +77,20 @@ class ApiError(ControlPlaneError):
 class Binaries:
     kube_apiserver: Path
     etcd: Path
+    kube_controller_manager: Path
 
     @classmethod
     def find(cls, folder: Path | None = None) -> Binaries:
         """The binaries in `folder`, `$FLEETPLACE_HUB_BINARIES` or the build cache; a clear error
         saying how to build them when one is missing."""
         where = folder or Path(os.environ.get(BINARIES_ENV) or DEFAULT_BINARIES)
-        found = cls(where / "kube-apiserver", where / "etcd")
-        for binary in (found.kube_apiserver, found.etcd):
+        found = cls(where / "kube-apiserver", where / "etcd", where / "kube-controller-manager")
+        for binary in (found.kube_apiserver, found.etcd, found.kube_controller_manager):
             if not os.access(binary, os.X_OK):
                 raise ControlPlaneError(
-                    f"{binary} is missing: `make hub-binaries` builds kube-apiserver {KUBERNETES_VERSION} "
-                    f"and etcd {ETCD_VERSION} there (or set {BINARIES_ENV} to a folder holding both)"
+                    f"{binary} is missing: `make hub-binaries` builds kube-apiserver and "
+                    f"kube-controller-manager {KUBERNETES_VERSION} and etcd {ETCD_VERSION} there "
+                    f"(or set {BINARIES_ENV} to a folder holding the three)"
                 )
         return found
 
@@ -514,6 +516,80 @@ def control_plane(
             _stop_group(process)
         if owned:
             shutil.rmtree(data, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def garbage_collector(
+    hub: ControlPlane, *, binaries: Binaries | None = None, start_timeout_s: float = 120.0
+) -> Iterator[int]:
+    """Kubernetes' garbage collector on `hub` for the duration of the block: kube-controller-manager
+    running that one controller (no other controller, no leader election, no serving port). It
+    deletes an object whose owner references all name objects that are gone, as on a real cluster
+    (the API server alone never does). The block starts once the collector has collected a
+    canary: a ConfigMap owned by a ConfigMap that is deleted. Yields its PID; stopped by its
+    process group, like the other servers."""
+    found = binaries or Binaries.find()
+    log_path = hub.data_dir / f"kube-controller-manager-{free_port()}.log"
+    process = _spawn_logged(
+        [
+            str(found.kube_controller_manager),
+            f"--kubeconfig={hub.kubeconfig}",
+            "--controllers=garbagecollector",
+            "--leader-elect=false",
+            "--secure-port=0",
+            "--v=0",
+        ],
+        log_path,
+    )
+    try:
+        _wait(
+            "kube-controller-manager's garbage collector",
+            _canary_collector(hub),
+            process,
+            log_path,
+            time.monotonic() + start_timeout_s,
+        )
+        yield process.pid
+    finally:
+        _stop_group(process)
+
+
+def _canary_collector(hub: ControlPlane) -> Any:
+    """A readiness check for the garbage collector: an owner ConfigMap and its dependent are made
+    in a namespace of their own and the owner deleted; the check is True once the dependent is
+    gone too."""
+    suffix = os.urandom(4).hex()
+    namespace = f"gc-canary-{suffix}"
+    hub.request("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    base = f"/api/v1/namespaces/{namespace}/configmaps"
+    owner = hub.request("POST", base, {"metadata": {"name": "owner"}})
+    hub.request(
+        "POST",
+        base,
+        {
+            "metadata": {
+                "name": "dependent",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ConfigMap",
+                        "name": "owner",
+                        "uid": owner["metadata"]["uid"],
+                    }
+                ],
+            }
+        },
+    )
+    hub.request("DELETE", f"{base}/owner")
+
+    def collected() -> bool:
+        try:
+            hub.request("GET", f"{base}/dependent")
+        except ApiError as error:
+            return error.status == 404
+        return False
+
+    return collected
 
 
 def install_crds(hub: ControlPlane, paths: Sequence[Path], *, deadline: float) -> list[str]:
