@@ -585,6 +585,10 @@ class BroadcastReader:
         self._behind: dict[TP, tuple[int, int, float]] = {}
         self._positions: dict[TP, int] = {}  # each partition's position at the last poll
         self._held_up = False
+        self._paused: set[TP] = set()
+        # stuck partitions read anew in this held-up spell: how many times (a seek, then a new
+        # consumer) and when last
+        self._read_anew: dict[TP, tuple[int, float]] = {}
 
     @property
     def partitions(self) -> list[TP]:
@@ -605,17 +609,28 @@ class BroadcastReader:
             await self._ever_caught_up.wait()
 
     async def start(self) -> None:
+        self._consumer = await self._new_consumer(None)
+
+    async def _new_consumer(self, positions: Mapping[TP, int] | None) -> Any:
+        """A consumer assigned every partition: from the beginning, or from `positions`."""
         consumer = make_consumer(self._kafka, **self._overrides)
         await start_client(consumer)
         try:
-            self._tps = await partitions_of(consumer, self._topics)
+            if positions is None:
+                self._tps = await partitions_of(consumer, self._topics)
             parts = [TopicPartition(t, p) for t, p in self._tps]
             consumer.assign(parts)
-            await seek_to_beginning(consumer, *parts)
+            if positions is None:
+                await seek_to_beginning(consumer, *parts)
+            else:
+                for t, p in self._tps:
+                    consumer.seek(TopicPartition(t, p), positions[(t, p)])
+                if self._paused:
+                    consumer.pause(*(TopicPartition(t, p) for t, p in self._paused))
         except BaseException:
             await consumer.stop()
             raise
-        self._consumer = consumer
+        return consumer
 
     async def stop(self) -> None:
         if self._consumer is not None:
@@ -626,7 +641,9 @@ class BroadcastReader:
         """Stop fetching these partitions (a reader that only wants a prefix of them)."""
         if self._consumer is None:
             raise RuntimeError("BroadcastReader is not started")
-        self._consumer.pause(*(TopicPartition(t, p) for t, p in tps))
+        wanted = set(tps)
+        self._paused |= wanted
+        self._consumer.pause(*(TopicPartition(t, p) for t, p in wanted))
 
     async def __aenter__(self) -> BroadcastReader:
         await self.start()
@@ -652,10 +669,14 @@ class BroadcastReader:
             self._caught_up = False
             await self._track_progress()
             self._update_held_up()
+            if self._held_up:
+                await self._read_stuck_anew()
             return Batch(tuple(records), False)
         # after a poll that returned nothing, at the end of every partition = caught up
         self._mark_caught_up(await self._track_progress())
         self._update_held_up()
+        if self._held_up:
+            await self._read_stuck_anew()
         return Batch((), self._caught_up)
 
     async def _track_progress(self) -> bool:
@@ -693,7 +714,41 @@ class BroadcastReader:
             )
         elif self._held_up and not stuck and self._caught_up:
             self._held_up = False
+            self._read_anew.clear()
             log.info("broadcast input read to its end again")
+
+    async def _read_stuck_anew(self, seconds: float = 5.0) -> None:
+        """Read each stuck partition anew, once by each of two means in a held-up spell, `seconds`
+        apart: first a seek to its position after a metadata refresh (which drops what the
+        consumer holds of the partition: a buffered fetch, an offset reset still pending, the
+        leader it had cached), then, if it is still stuck, a new consumer at the same positions
+        (new connections, a new fetcher). Both keep every position, so nothing is read twice or
+        skipped. A partition stuck after both stays held up: the broker does not hand out what
+        it reports."""
+        now = time.monotonic()
+        stuck = [
+            tp
+            for tp in self.stuck()
+            if tp not in self._paused
+            and self._read_anew.get(tp, (0, 0.0))[0] < 2
+            and now - self._read_anew.get(tp, (0, -seconds))[1] >= seconds
+        ]
+        if not stuck:
+            return
+        offsets = {f"{t}/{p}": self._offsets_of((t, p)) for t, p in stuck}
+        if all(tp not in self._read_anew for tp in stuck):
+            log.warning("stuck broadcast partitions fetched anew from their positions", offsets=offsets)
+            self._consumer._client.force_metadata_update()  # aiokafka's; no public refresh
+            for tp in stuck:
+                self._consumer.seek(TopicPartition(*tp), self._positions[tp])
+        else:
+            log.warning("stuck broadcast partitions read on a new consumer", offsets=offsets)
+            positions = {tp: await self._consumer.position(TopicPartition(*tp)) for tp in self._tps}
+            fresh = await self._new_consumer(positions)
+            stale, self._consumer = self._consumer, fresh
+            await stop_client(stale)
+        for tp in stuck:
+            self._read_anew[tp] = (self._read_anew.get(tp, (0, 0.0))[0] + 1, now)
 
     def _offsets_of(self, tp: TP) -> tuple[int | None, int | None, int | None]:
         part = TopicPartition(*tp)
