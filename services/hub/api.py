@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -50,7 +50,9 @@ class TokenBucket:
         self._at = time.monotonic()
         self._lock = asyncio.Lock()
 
-    async def take(self) -> None:
+    async def take(self) -> float:
+        """Wait for a token; the seconds waited (in the queue behind other requests too)."""
+        start = time.monotonic()
         async with self._lock:
             now = time.monotonic()
             self._tokens = min(self.burst, self._tokens + (now - self._at) * self.qps)
@@ -60,6 +62,7 @@ class TokenBucket:
                 self._tokens = 1.0
                 self._at = time.monotonic()
             self._tokens -= 1
+        return time.monotonic() - start
 
 
 def in_cluster_namespace() -> str | None:
@@ -77,6 +80,8 @@ class HubApi:
         self._client = api_client
         self.limit = TokenBucket(qps, burst)
         self.server = str(api_client.configuration.host)
+        # told of each request as it is sent: its verb and the seconds it waited for the limit
+        self.on_request: Callable[[str, float], None] | None = None
 
     @classmethod
     async def connect(
@@ -118,7 +123,9 @@ class HubApi:
         body: Mapping[str, Any] | None = None,
         timeout: float | None = 30.0,
     ) -> Any:
-        await self.limit.take()
+        waited = await self.limit.take()
+        if self.on_request is not None:
+            self.on_request(_verb(method, query), waited)
         try:
             response = await self._client.call_api(
                 path,
@@ -193,6 +200,16 @@ class HubApi:
                         yield event
         finally:
             response.release()
+
+
+def _verb(method: str, query: Mapping[str, str | int | bool] | None) -> str:
+    """The request's kind for the metrics: watch, get (any other GET, a list too), create,
+    update, patch or delete."""
+    if method == "GET":
+        return "watch" if (query or {}).get("watch") else "get"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+        method, method.lower()
+    )
 
 
 def _status_error(what: str, status: Mapping[str, Any]) -> HubError:

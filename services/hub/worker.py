@@ -76,6 +76,22 @@ class _Metrics:
         self.leading = Gauge(
             "fleetplace_hub_leading", "1 while this instance holds the hub's Lease", registry=registry
         )
+        self.requests = Counter(
+            "fleetplace_hub_requests_total",
+            "Requests the bridge sent to the hub, by kind (watch, get, create, update, patch, delete)",
+            ["request"],
+            registry=registry,
+        )
+        self.waited = Counter(
+            "fleetplace_hub_rate_limit_wait_seconds_total",
+            "Seconds the bridge's requests waited for its client-side limit (FLEETPLACE_HUB_QPS, "
+            "FLEETPLACE_HUB_BURST) before they were sent",
+            registry=registry,
+        )
+
+    def request(self, kind: str, waited_s: float) -> None:
+        self.requests.labels(kind).inc()
+        self.waited.inc(waited_s)
 
 
 class HubBridge(RunsOnRuntime):
@@ -217,6 +233,7 @@ class HubBridge(RunsOnRuntime):
             log.error("cannot reach the hub", error=str(error))
             self.stop()
             return
+        api.on_request = self.metrics.request
         lease = Lease(
             api,
             namespace=lease_namespace(settings),

@@ -14,7 +14,12 @@ subresource, as a klusterlet reports it) and the Placements of OCM's benchmark s
 * `list_s`: a plain list of the same ManagedClusters and Placements from the API server, in the
   same run (the best of three): the floor of any program that reads the hub;
 * `ratio = (decided_s - created_s) / list_s`: what the path costs beyond the creation, in lists;
-* `bridge_peak_rss_mb`: the bridge process's peak resident set (VmHWM), read before it stops.
+* `bridge_peak_rss_mb`: the bridge process's peak resident set (VmHWM), read before it stops;
+* where the bridge's time went, from its `/metrics` once every decision is on the hub:
+  `hub_requests` by kind (watch, get, create, update, patch, delete), `rate_limit_wait_s` (the
+  seconds its requests queued for its client-side limit, by default 50 per second with bursts of
+  100, OCM's own), and `writes_at_limit_s`: the writes (creates, updates, patches, deletes) divided by that
+  rate, the least time they take through the limit.
 
     python -m tests.bench.hub                 # 5,000 clusters x 1,000 placements
     python -m tests.bench.hub --quick         # 500 x 100
@@ -36,6 +41,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from fleetplace.shared.bus.broker import free_port
 from fleetplace.shared.control_plane import ControlPlane, control_plane
 from fleetplace.shared.testing import create_topics, running_broker
@@ -44,6 +51,8 @@ from tests.bench.scenario import binding, cluster, cluster_set, placement
 from tests.upstream.crds import upstream_crds
 
 NAMESPACE = "bench"
+# the bridge's limit: its default unless the environment the bridge inherits sets another
+HUB_QPS = float(os.environ.get("FLEETPLACE_HUB_QPS") or 50.0)
 PICKED = 10  # numberOfClusters of the scenario's placements
 CREATORS = 8  # concurrent requests while creating the fleet
 _OCM = "/apis/cluster.open-cluster-management.io"
@@ -56,6 +65,23 @@ def _ready(port: int) -> bool:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
+
+
+def _bridge_requests(port: int) -> tuple[dict[str, int], float]:
+    """The bridge's requests to the hub by kind, and the seconds they waited for its limit."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+        families = {f.name: f for f in text_string_to_metric_families(response.read().decode())}
+    requests = {
+        sample.labels["request"]: int(sample.value)
+        for sample in families["fleetplace_hub_requests"].samples
+        if sample.name.endswith("_total")
+    }
+    (waited,) = [
+        s.value
+        for s in families["fleetplace_hub_rate_limit_wait_seconds"].samples
+        if s.name.endswith("_total")
+    ]
+    return requests, waited
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -183,6 +209,7 @@ async def main(clusters: int, placements: int) -> None:
             )
             note(f"every decision on the hub {decided:.1f} s after the first create")
             rss = _peak_rss_mb(bridge.pid)
+            requests, waited = _bridge_requests(ports["bridge"])
             listed = min(_plain_list(hub, clusters, placements) for _ in range(3))
     emit(
         {
@@ -194,6 +221,11 @@ async def main(clusters: int, placements: int) -> None:
             "list_s": round(listed, 3),
             "ratio": round((decided - created) / listed, 1),
             "bridge_peak_rss_mb": round(rss, 1),
+            "hub_requests": dict(sorted(requests.items())),
+            "rate_limit_wait_s": round(waited, 1),
+            "writes_at_limit_s": round(
+                sum(n for k, n in requests.items() if k not in ("get", "watch")) / HUB_QPS, 1
+            ),
         }
     )
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fleetplace.services.hub.kinds import HUB_KINDS
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.control_plane import ControlPlane
@@ -54,7 +55,10 @@ async def test_the_running_bridge_writes_published_decisions_onto_the_hub(
     base, of = (_SIGMC, "sigmc") if mode == "shadow" else (_OCM, "ocm")
     first = [("", 0, [f"c{i:03d}" for i in range(120)])]
     then = [("", 0, [f"c{i:03d}" for i in range(60, 130)])]
-    async with Bus(broker, topics) as bus, running(settings_for(broker, topics.prefix, hub, hub_mode=mode)):
+    async with (
+        Bus(broker, topics) as bus,
+        running(settings_for(broker, topics.prefix, hub, hub_mode=mode)) as bridge,
+    ):
         await publish(bus, key, first, 1)
 
         async def written(groups: Any) -> bool:
@@ -70,6 +74,15 @@ async def test_the_running_bridge_writes_published_decisions_onto_the_hub(
                 return bool((placement.get("status") or {}).get("numberOfSelectedClusters") == 70)
 
             await eventually(status_written, "the Placement's status after the second decision")
+
+        def sent(request: str) -> float:
+            value = bridge.registry.get_sample_value("fleetplace_hub_requests_total", {"request": request})
+            return value or 0.0
+
+        # what it asked of the hub, counted: a watch per kind, the pages or slices created, then
+        # updated for the second decision
+        assert sent("watch") >= len(HUB_KINDS)
+        assert sent("create") >= 1 and sent("update") >= 1
     if mode == "replace":
         pages = hub.request("GET", f"{_OCM}/namespaces/{namespace}/placementdecisions")["items"]
         assert [p["metadata"]["name"] for p in pages] == [p["metadata"]["name"] for p in ocm_pages(key, then)]
