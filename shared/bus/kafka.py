@@ -743,8 +743,8 @@ class BroadcastReader:
                 self._consumer.seek(TopicPartition(*tp), self._positions[tp])
         else:
             log.warning("stuck broadcast partitions read on a new consumer", offsets=offsets)
-            positions = {tp: await self._consumer.position(TopicPartition(*tp)) for tp in self._tps}
-            fresh = await self._new_consumer(positions)
+            # the positions of this poll: nothing was handed out since they were read
+            fresh = await self._new_consumer(dict(self._positions))
             stale, self._consumer = self._consumer, fresh
             await stop_client(stale)
         for tp in stuck:
