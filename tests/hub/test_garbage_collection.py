@@ -15,7 +15,7 @@ from fleetplace.shared.control_plane import ApiError, ControlPlane, garbage_coll
 from tests.hub.conftest import _binaries
 from tests.hub.test_bridge import eventually, running, settings_for, topic_records
 from tests.hub.test_status import create_fleet
-from tests.hub.test_writeback import new_namespace, served_kinds  # noqa: F401
+from tests.hub.test_writeback import new_namespace, owned_by, served_kinds  # noqa: F401
 from tests.scheduler.harness import running as running_scheduler
 from tests.scheduler.harness import settings_for as scheduler_settings
 
@@ -58,16 +58,7 @@ async def test_a_deleted_placement_takes_the_decisions_fleetplace_wrote_with_it(
 
         await eventually(decided, "fleetplace's decision written as OCM's page")
         (page,) = pages(hub, namespace)
-        assert page["metadata"]["ownerReferences"] == [
-            {
-                "apiVersion": "cluster.open-cluster-management.io/v1beta1",
-                "kind": "Placement",
-                "name": "web",
-                "uid": placement["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        assert page["metadata"]["ownerReferences"] == owned_by(placement)
 
         hub.request("DELETE", f"{_OCM}/namespaces/{namespace}/placements/web")
 

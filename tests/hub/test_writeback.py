@@ -170,20 +170,26 @@ async def test_a_slice_of_another_scheduler_is_never_overwritten(hub: ControlPla
     assert key in writeback.dirty
 
 
+def owned_by(placement: dict[str, Any]) -> list[dict[str, Any]]:
+    """The owner references of OCM's pages of `placement` (a controller reference, so that the
+    garbage collector removes them with it)."""
+    return [
+        {
+            "apiVersion": "cluster.open-cluster-management.io/v1beta1",
+            "kind": "Placement",
+            "name": placement["metadata"]["name"],
+            "uid": placement["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
 def ocm_writes(hub: ControlPlane, namespace: str, chosen: list[str]) -> None:
     """A stand-in for OCM's placement controller: its pages and its Placement status."""
     placement = hub.request("GET", f"{_OCM}/namespaces/{namespace}/placements/web")
     for page in ocm_pages(f"{namespace}/web", [("", 0, chosen)]):
-        page["metadata"]["ownerReferences"] = [
-            {
-                "apiVersion": "cluster.open-cluster-management.io/v1beta1",
-                "kind": "Placement",
-                "name": "web",
-                "uid": placement["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        page["metadata"]["ownerReferences"] = owned_by(placement)
         hub.apply({k: v for k, v in page.items() if k != "status"}, field_manager="ocm-stand-in")
         path = f"{_OCM}/namespaces/{namespace}/placementdecisions/{page['metadata']['name']}/status"
         hub.request("PATCH", path, {"status": page["status"]}, content_type="application/merge-patch+json")
