@@ -111,7 +111,9 @@ async def test_prometheus_values_move_the_decision_and_an_outage_falls_back_then
             # Prometheus back on its port: the scores and the decision return
             await prometheus.start()
             await bus.wait_for(lambda: _decided(bus) == ["c3"], timeout=40, what="c3 again")
-            assert out.statuses(KEY)[-1]["healthy"]
+            # the status of the evaluation that published them is read from its own topic, which
+            # may come after the decision did
+            await out.wait_for(lambda: out.statuses(KEY)[-1]["healthy"], "a healthy evaluation again")
 
     history = await read_history(broker, topics)
     report = audit(history)
