@@ -54,6 +54,8 @@ DEFAULT_BINARIES = _REPO / ".cache" / "hub" / KUBERNETES_VERSION
 # The service network the API server allocates its own `kubernetes` Service from.
 SERVICE_CIDR = "10.0.0.0/24"
 ADMIN_USER = "fleetplace-admin"
+# How long a request answered 429 (a kind's storage initializing) is asked again.
+TOO_MANY_REQUESTS_WAIT_S = 60.0
 
 
 class ControlPlaneError(Exception):
@@ -281,7 +283,28 @@ class ControlPlane:
         timeout: float = 30.0,
     ) -> Any:
         """One call as the admin (or as the bearer of `token`); the decoded JSON answer. An error
-        status raises ApiError with the server's message."""
+        status raises ApiError with the server's message. A 429 is asked again for up to
+        `TOO_MANY_REQUESTS_WAIT_S`, as client-go does: the API server answers it while a kind's
+        storage is (re)initializing (just after its CRD is Established, or its watch cache
+        re-listing after etcd was compacted)."""
+        deadline = time.monotonic() + TOO_MANY_REQUESTS_WAIT_S
+        while True:
+            try:
+                return self._request_once(method, path, body, content_type, token, timeout)
+            except ApiError as error:
+                if error.status != 429 or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def _request_once(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None,
+        content_type: str,
+        token: str | None,
+        timeout: float,
+    ) -> Any:
         port = int(self.server.rsplit(":", 1)[1])
         context = ssl.create_default_context(cafile=str(self.credentials.ca_cert))
         headers = {"Accept": "application/json"}
@@ -593,9 +616,10 @@ def _canary_collector(hub: ControlPlane) -> Any:
 
 
 def install_crds(hub: ControlPlane, paths: Sequence[Path], *, deadline: float) -> list[str]:
-    """Apply every CustomResourceDefinition in `paths` and wait until each is Established. The
-    names installed; a document that is not a CRD is an error naming its file."""
+    """Apply every CustomResourceDefinition in `paths` and wait until each is Established and its
+    served versions list. The names installed; a document that is not a CRD is an error naming its file."""
     names: list[str] = []
+    lists: list[str] = []  # each served version's list path
     for path in paths:
         for index, document in enumerate(yaml.safe_load_all(path.read_text())):
             if document is None:
@@ -609,11 +633,21 @@ def install_crds(hub: ControlPlane, paths: Sequence[Path], *, deadline: float) -
             except ApiError as error:
                 raise ControlPlaneError(f"{path}: document {index}: {error}") from error
             names.append(str(document["metadata"]["name"]))
+            spec = document["spec"]
+            lists += [
+                f"/apis/{spec['group']}/{v['name']}/{spec['names']['plural']}"
+                for v in spec["versions"]
+                if v.get("served", False)
+            ]
     for name in names:
         while not _established(hub, name):
             if time.monotonic() > deadline:
                 raise ControlPlaneError(f"CustomResourceDefinition {name} not Established in time")
             time.sleep(0.1)
+    # Established is not yet served: the kind's storage answers 429 a moment longer (`request`
+    # asks again until it lists)
+    for list_path in lists:
+        hub.request("GET", list_path)
     return names
 
 

@@ -22,13 +22,12 @@ from typing import Any
 import yaml
 
 from fleetplace.services.commands.demo_acts import Act, ExpectedDiff
-from fleetplace.services.hub.kinds import HUB_KINDS
 from fleetplace.services.hub.worker import HubBridge
 from fleetplace.services.scheduler.worker import SchedulerWorker
 from fleetplace.shared.api.ocm import PLACEMENT_LABEL
 from fleetplace.shared.bus.errors import BusError
 from fleetplace.shared.bus.topics import Topics, ensure_topics
-from fleetplace.shared.control_plane import ApiError, Binaries, ControlPlane, ControlPlaneError, control_plane
+from fleetplace.shared.control_plane import Binaries, ControlPlane, ControlPlaneError, control_plane
 from fleetplace.shared.settings import Settings
 from fleetplace.shared.upstream_crds import UpstreamUnavailable, upstream_crds
 
@@ -145,7 +144,6 @@ class DemoHub:
             self.hub = await self._booting
         except ControlPlaneError as error:
             raise BusError(f"the demo's control plane did not start: {error}") from None
-        await self._served(self.hub)
         await ensure_topics(self.settings.kafka, self.topics)
         settings = self.settings.model_copy(update={"hub_kubeconfig": str(self.hub.kubeconfig)})
         scheduler = SchedulerWorker(settings, instance="demo-hub-scheduler")
@@ -159,20 +157,6 @@ class DemoHub:
                 raise BusError(f"the hub bridge was not ready after {SETUP_TIMEOUT_S:g} s")
             await asyncio.sleep(0.05)
         self._watching = asyncio.create_task(self._watch(self.hub))
-
-    async def _served(self, hub: ControlPlane) -> None:
-        """Until the API server serves every kind the bridge reads and writes: just after a CRD is
-        Established its storage may still answer 429 for a moment."""
-        deadline = time.monotonic() + SETUP_TIMEOUT_S
-        for path in [kind.list_path() for kind in HUB_KINDS] + [_DECISIONS]:
-            while True:
-                try:
-                    await asyncio.to_thread(hub.request, "GET", path)
-                    break
-                except ApiError as error:
-                    if error.status != 429 or time.monotonic() > deadline:
-                        raise BusError(f"the demo's control plane does not serve {path}: {error}") from None
-                    await asyncio.sleep(0.1)
 
     def _check(self) -> None:
         if self._watching is not None and self._watching.done():
@@ -188,15 +172,9 @@ class DemoHub:
         change of the clusters they hold."""
         held: list[str] = []
         while True:
-            try:
-                found = await asyncio.to_thread(
-                    hub.request, "GET", f"{_DECISIONS}?labelSelector={PLACEMENT_LABEL}%3Dsite"
-                )
-            except ApiError as error:
-                if error.status != 429:  # storage still starting after the CRD was Established
-                    raise
-                await asyncio.sleep(0.1)
-                continue
+            found = await asyncio.to_thread(
+                hub.request, "GET", f"{_DECISIONS}?labelSelector={PLACEMENT_LABEL}%3Dsite"
+            )
             pages = sorted(found.get("items") or [], key=lambda p: p["metadata"]["name"])
             clusters = sorted(
                 d["clusterName"] for p in pages for d in (p.get("status") or {}).get("decisions") or []

@@ -11,7 +11,6 @@ answer, it says so.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
@@ -28,7 +27,7 @@ import pytest
 
 from fleetplace.services.explorer import Explorer
 from fleetplace.shared.bus.topics import Topics
-from fleetplace.shared.control_plane import ApiError, ControlPlane
+from fleetplace.shared.control_plane import ControlPlane
 from fleetplace.shared.settings import Settings
 from tests.hub.conftest import hub  # noqa: F401  (the control plane fixture)
 from tests.hub.test_bridge import eventually, settings_for
@@ -106,20 +105,6 @@ def agreement_of(html: str) -> dict[str, Any] | None:
     }
 
 
-async def kinds_served(control_plane: ControlPlane) -> None:
-    """Until the API server serves the decision kinds: just after a CRD is Established its storage
-    may still answer 429."""
-    for path in (f"{_SIGMC}/placementdecisions", f"{G_PATH}/placementdecisions", f"{G_PATH}/placements"):
-        for _ in range(600):
-            try:
-                control_plane.request("GET", path)
-                break
-            except ApiError as error:
-                if error.status != 429:
-                    raise
-                await asyncio.sleep(0.1)
-
-
 @dataclass(frozen=True)
 class ShadowHub:
     """A hub in shadow mode with its fleet, fleetplace's slices written, and settings for an
@@ -138,7 +123,6 @@ class ShadowHub:
 async def shadow_hub(control_plane: ControlPlane, broker: str, topics: Topics) -> AsyncIterator[ShadowHub]:
     """The fleet on the hub, the bridge and the scheduler running on `topics`, until fleetplace's
     slices for `web` are on the hub (its three untainted clusters)."""
-    await kinds_served(control_plane)
     namespace = new_namespace(control_plane)
     names = create_fleet(control_plane, namespace)
     chosen = sorted(names[c] for c in ("c1", "c2", "c3"))

@@ -14,7 +14,7 @@ from fleetplace.shared.bus.topics import Topics
 from fleetplace.shared.control_plane import ControlPlane
 from tests.hub.slices import diff, ocm_pages, sigmc_slices
 from tests.hub.test_bridge import eventually, running, settings_for
-from tests.hub.test_writeback import make_placement, new_namespace, served_kinds  # noqa: F401
+from tests.hub.test_writeback import make_placement, new_namespace
 from tests.scheduler.harness import Bus
 
 pytestmark = pytest.mark.integration

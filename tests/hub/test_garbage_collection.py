@@ -15,7 +15,7 @@ from fleetplace.shared.control_plane import ApiError, ControlPlane, garbage_coll
 from tests.hub.conftest import _binaries
 from tests.hub.test_bridge import eventually, running, settings_for, topic_records
 from tests.hub.test_status import create_fleet
-from tests.hub.test_writeback import new_namespace, owned_by, served_kinds  # noqa: F401
+from tests.hub.test_writeback import new_namespace, owned_by
 from tests.scheduler.harness import running as running_scheduler
 from tests.scheduler.harness import settings_for as scheduler_settings
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from fleetplace.services.commands.simulate_scenarios import Scenario, run_scenar
 from fleetplace.shared.api.decision_diff import DecisionDiff, DecisionGroup, DecisionTrigger
 from fleetplace.shared.bus.codec import encode_json
 from fleetplace.shared.bus.topics import Topics
-from fleetplace.shared.control_plane import ApiError, ControlPlane
+from fleetplace.shared.control_plane import ControlPlane
 from tests.hub.test_bridge import eventually, running, settings_for
 from tests.placement.builders import NOW
 from tests.scheduler.harness import Bus
@@ -111,7 +110,7 @@ def create_on_hub(hub: ControlPlane, scenario: dict[str, Any], tag: str) -> None
 def status_owner(hub: ControlPlane, key: str) -> dict[str, Any]:
     """The owner reference fleetplace's pages carry to their Placement."""
     namespace, _, name = key.partition("/")
-    placement = read(hub, f"{_OCM}/v1beta1/namespaces/{namespace}/placements/{name}")
+    placement = hub.request("GET", f"{_OCM}/v1beta1/namespaces/{namespace}/placements/{name}")
     return {
         "apiVersion": "cluster.open-cluster-management.io/v1beta1",
         "kind": "Placement",
@@ -158,29 +157,16 @@ def exported(broker: str, prefix: str, key: str) -> list[dict[str, Any]]:
     return items
 
 
-def read(hub: ControlPlane, path: str) -> Any:
-    """A GET, asked again while the API server answers 429 ("storage is (re)initializing": its
-    watch cache of a kind re-listing, as a real client waits for)."""
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return hub.request("GET", path)
-        except ApiError as error:
-            if error.status != 429 or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 def pages_on_hub(hub: ControlPlane, key: str) -> list[dict[str, Any]]:
     namespace, _, name = key.partition("/")
     selector = f"?labelSelector={_PLACEMENT_LABEL}%3D{name}"
-    items = read(hub, f"{_OCM}/v1beta1/namespaces/{namespace}/placementdecisions{selector}")["items"]
+    items = hub.request("GET", f"{_OCM}/v1beta1/namespaces/{namespace}/placementdecisions{selector}")["items"]
     return sorted(items, key=lambda p: p["metadata"]["name"])
 
 
 def status_on_hub(hub: ControlPlane, key: str) -> dict[str, Any]:
     namespace, _, name = key.partition("/")
-    placement = read(hub, f"{_OCM}/v1beta1/namespaces/{namespace}/placements/{name}")
+    placement = hub.request("GET", f"{_OCM}/v1beta1/namespaces/{namespace}/placements/{name}")
     status: dict[str, Any] = placement.get("status") or {}
     return status
 

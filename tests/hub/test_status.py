@@ -22,7 +22,7 @@ from fleetplace.shared.control_plane import ControlPlane
 from tests.hub.requests import connected
 from tests.hub.slices import diff, sigmc_slices
 from tests.hub.test_bridge import eventually, running, settings_for
-from tests.hub.test_writeback import make_placement, new_namespace, ocm_writes, served_kinds  # noqa: F401
+from tests.hub.test_writeback import make_placement, new_namespace, ocm_writes
 from tests.scheduler.harness import Bus
 from tests.scheduler.harness import running as running_scheduler
 from tests.scheduler.harness import settings_for as scheduler_settings

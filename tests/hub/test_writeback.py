@@ -19,7 +19,7 @@ from fleetplace.services.hub.api import HubApi
 from fleetplace.services.hub.desired import OCM, SIGMC, SliceFormat, placement_status
 from fleetplace.services.hub.rbac import MissingPermissions, Mode, Permission, cluster_role
 from fleetplace.services.hub.writeback import WriteBack
-from fleetplace.shared.control_plane import ApiError, ControlPlane
+from fleetplace.shared.control_plane import ControlPlane
 from tests.hub.requests import connected
 from tests.hub.slices import diff, ocm_pages, sigmc_slices
 
@@ -42,21 +42,6 @@ async def admin_api(hub: ControlPlane) -> AsyncIterator[HubApi]:
     """The bridge's own client, as the hub's admin."""
     async with connected(hub) as client:
         yield client
-
-
-@pytest.fixture(autouse=True)
-def served_kinds(hub: ControlPlane) -> None:
-    """Wait until the API server serves the kinds written here: just after a CRD is Established
-    its storage may still answer 429 (the bridge retries those placements on its next pass)."""
-    for path in (f"{_SIGMC}/placementdecisions", f"{_OCM}/placementdecisions", f"{_OCM}/placements"):
-        for _ in range(600):
-            try:
-                hub.request("GET", path)
-                break
-            except ApiError as error:
-                if error.status != 429:
-                    raise
-                time.sleep(0.1)
 
 
 def new_namespace(hub: ControlPlane) -> str:

@@ -15,8 +15,7 @@ refuses what the upstream CRDs refuse (a slice's `clusterProfileRef.apiVersion`,
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -95,38 +94,25 @@ def _ensure_namespace(hub: ControlPlane, name: str) -> None:
     hub.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, field_manager=MANAGER)
 
 
-def _patiently(call: Callable[[], Any]) -> Any:
-    """`call()`, again while the server answers 429: a watch cache re-listing (after another test
-    compacts etcd) says "storage is (re)initializing", and a real client waits and retries."""
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return call()
-        except ApiError as error:
-            if error.status != 429 or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 def write(hub: ControlPlane, obj: Mapping[str, Any]) -> Any:
     """Apply `obj` as a real writer does (server-side apply, strict field validation), its status
     through the status subresource when the kind has one; the object as the server then holds it."""
     namespace = obj["metadata"].get("namespace")
     if namespace:
-        _patiently(lambda: _ensure_namespace(hub, namespace))
+        _ensure_namespace(hub, namespace)
     status = obj.get("status")
     if status is not None and _status_subresource(hub, obj):
         spec_part = {k: v for k, v in obj.items() if k != "status"}
-        _patiently(lambda: hub.apply(spec_part, field_manager=MANAGER))
+        hub.apply(spec_part, field_manager=MANAGER)
         path = (
             resource_path(hub, obj) + "/status?fieldManager=" + MANAGER + "&force=true&fieldValidation=Strict"
         )
         meta = {k: obj["metadata"][k] for k in ("name", "namespace") if k in obj["metadata"]}
         body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta, "status": status}
-        _patiently(lambda: hub.request("PATCH", path, body, content_type="application/apply-patch+yaml"))
+        hub.request("PATCH", path, body, content_type="application/apply-patch+yaml")
     else:
-        _patiently(lambda: hub.apply(obj, field_manager=MANAGER))
-    return _patiently(lambda: hub.request("GET", resource_path(hub, obj)))
+        hub.apply(obj, field_manager=MANAGER)
+    return hub.request("GET", resource_path(hub, obj))
 
 
 def differences(written: Any, read: Any, at: str = "") -> Iterator[str]:
@@ -246,7 +232,7 @@ def test_the_server_refuses_what_the_upstream_crds_refuse(hub: ControlPlane) -> 
     assert "must be no more than 63 characters" in str(error.value)
 
     # and a difference in what is held is seen: the server keeps what it was given, not this
-    held = _patiently(lambda: hub.request("GET", resource_path(hub, good_slice)))
+    held = hub.request("GET", resource_path(hub, good_slice))
     changed = {
         **good_slice,
         "decisions": good_slice["decisions"][1:] or [{"clusterProfileRef": {"name": "x"}}],
